@@ -1,0 +1,70 @@
+# chash - PGXS build
+#
+# Targets beyond PGXS's own:
+#   make unit        core unit tests (no server), plain and sanitized
+#   make bench       per-row cost ratios against PostgreSQL builtins
+#   make demo        the README demo on a throwaway cluster
+
+EXTENSION = chash
+EXTVERSION = 1.0
+MODULE_big = chash
+
+CORE_SRCS = $(sort $(wildcard src/core/*.c))
+GLUE_SRCS = $(sort $(wildcard src/*.c))
+OBJS = $(GLUE_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
+
+# The install script is assembled from one file per concept, in name order.
+SCRIPT_PARTS = $(sort $(wildcard src/sql/*.sql))
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+
+REGRESS = $(sort $(notdir $(basename $(wildcard sql/*.sql))))
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+ISOLATION = $(sort $(notdir $(basename $(wildcard specs/*.spec))))
+ISOLATION_OPTS = --load-extension=$(EXTENSION)
+TAP_TESTS = 1
+
+PG_CPPFLAGS = -I$(srcdir)/src/core -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+SHLIB_LINK = -lxxhash
+EXTRA_CLEAN = $(DATA_built) unit-build
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+$(EXTENSION)--$(EXTVERSION).sql: $(SCRIPT_PARTS)
+	cat $^ > $@
+
+# ---- core unit tests: every tests/unit/test_*.c is its own program ----
+UNIT_TESTS = $(sort $(wildcard tests/unit/test_*.c))
+UNIT_SUPPORT = tests/unit/unit_main.c tests/unit/unit_md5.c
+PGLIBDIR := $(shell $(PG_CONFIG) --pkglibdir)
+PGINCLUDE := $(shell $(PG_CONFIG) --includedir-server)
+UNIT_CFLAGS = -std=c99 -O2 -g -Wall -Wextra -Werror -Isrc/core -Itests/unit
+UNIT_LIBS = -lxxhash -L$(PGLIBDIR) -lpgcommon -lpgport -lcrypto -lm
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+unit-build/md5.o: tests/unit/unit_md5.c tests/unit/unit.h
+	@mkdir -p unit-build
+	$(CC) -O2 -g -I$(PGINCLUDE) -Itests/unit -Isrc/core -c $< -o $@
+
+unit-build/%: tests/unit/%.c $(CORE_SRCS) $(wildcard src/core/*.h) tests/unit/unit_main.c tests/unit/unit.h unit-build/md5.o
+	@mkdir -p unit-build
+	$(CC) $(UNIT_CFLAGS) $< tests/unit/unit_main.c $(CORE_SRCS) unit-build/md5.o $(UNIT_LIBS) -o $@
+
+unit-build/san-%: tests/unit/%.c $(CORE_SRCS) $(wildcard src/core/*.h) tests/unit/unit_main.c tests/unit/unit.h unit-build/md5.o
+	@mkdir -p unit-build
+	$(CC) $(UNIT_CFLAGS) $(SAN_FLAGS) $< tests/unit/unit_main.c $(CORE_SRCS) unit-build/md5.o $(UNIT_LIBS) -o $@
+
+UNIT_BINS = $(patsubst tests/unit/%.c,unit-build/%,$(UNIT_TESTS)) \
+	$(patsubst tests/unit/%.c,unit-build/san-%,$(UNIT_TESTS))
+
+unit: $(UNIT_BINS)
+	@tests/unit/run $(UNIT_BINS)
+
+bench: install
+	bench/run
+
+demo:
+	scripts/demo
+
+.PHONY: unit bench demo

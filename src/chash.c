@@ -1,0 +1,162 @@
+/*
+ * chash.c - module magic and the argument checks every function shares
+ */
+#include "chash.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "common/md5.h"
+#include "utils/builtins.h"
+
+PG_MODULE_MAGIC;
+
+void
+chash_server_md5(const void *data, size_t len, uint8_t out[16])
+{
+	const char *errstr = NULL;
+
+	if (!pg_md5_binary(data, len, out, &errstr))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not compute MD5 digest: %s", errstr)));
+}
+
+hasher64
+chash_hasher_from_text(text *name)
+{
+	hasher64 hasher;
+
+	if (hash_family_parse(CHASH_TEXT_DATA(name), CHASH_TEXT_LEN(name),
+								&hasher.family) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized hash family \"%s\"", text_to_cstring(name)),
+				 errhint("Valid hash families are \"xxh64\" and \"md5\".")));
+	hasher.md5 = chash_server_md5;
+	return hasher;
+}
+
+static void
+check_one_dimension(ArrayType *arr, const char *argname)
+{
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a one-dimensional array", argname)));
+}
+
+/* Orders node indexes by name bytes, to find duplicates in n log n. */
+static const ChashNodeList *sort_list;
+
+static int
+compare_node_index(const void *a, const void *b)
+{
+	int			i = *(const int *) a;
+	int			j = *(const int *) b;
+	int			li = sort_list->lengths[i];
+	int			lj = sort_list->lengths[j];
+	int			c = memcmp(sort_list->names[i], sort_list->names[j], Min(li, lj));
+
+	if (c != 0)
+		return c;
+	return (li > lj) - (li < lj);
+}
+
+void
+chash_node_list_from_array(ArrayType *arr, const char *argname, ChashNodeList *list)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			count;
+	int		   *order;
+
+	check_one_dimension(arr, argname);
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &count);
+	if (count == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", argname)));
+
+	list->count = count;
+	list->names = palloc(sizeof(char *) * count);
+	list->lengths = palloc(sizeof(int) * count);
+	order = palloc(sizeof(int) * count);
+	for (int i = 0; i < count; i++)
+	{
+		text	   *t;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not contain null elements", argname),
+					 errdetail("Element %d is null.", i + 1)));
+		/* Elements of a deconstructed array are never compressed or external. */
+		t = (text *) PG_DETOAST_DATUM_PACKED(elems[i]);
+		list->names[i] = CHASH_TEXT_DATA(t);
+		list->lengths[i] = CHASH_TEXT_LEN(t);
+		order[i] = i;
+	}
+
+	sort_list = list;
+	qsort(order, count, sizeof(int), compare_node_index);
+	for (int i = 1; i < count; i++)
+	{
+		if (compare_node_index(&order[i - 1], &order[i]) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must not contain duplicates", argname),
+					 errdetail("\"%.*s\" appears more than once.",
+							   list->lengths[order[i]], list->names[order[i]])));
+	}
+	pfree(order);
+	pfree(elems);
+	pfree(nulls);
+}
+
+double *
+chash_weights_from_array(ArrayType *arr, int count)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	double	   *weights;
+	bool		any_positive = false;
+
+	check_one_dimension(arr, "weights");
+	deconstruct_array(arr, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, &nulls, &n);
+	if (n != count)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("weights must have one element per node"),
+				 errdetail("There are %d nodes and %d weights.", count, n)));
+
+	weights = palloc(sizeof(double) * count);
+	for (int i = 0; i < count; i++)
+	{
+		double		w;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("weights must not contain null elements"),
+					 errdetail("Element %d is null.", i + 1)));
+		w = DatumGetFloat8(elems[i]);
+		if (isnan(w) || isinf(w) || w < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("weight %g of node %d is invalid", w, i + 1),
+					 errdetail("Weights must be finite and not negative.")));
+		if (w > 0)
+			any_positive = true;
+		weights[i] = w;
+	}
+	if (!any_positive)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("at least one weight must be positive")));
+	pfree(elems);
+	pfree(nulls);
+	return weights;
+}

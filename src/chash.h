@@ -1,0 +1,48 @@
+/*
+ * chash.h - shared PostgreSQL glue: argument checking and hash families
+ *
+ * Everything here turns SQL arguments into the plain values src/core/
+ * takes, raising the SQLSTATEs of SPEC section 0 on bad input.
+ */
+#ifndef CHASH_GLUE_H
+#define CHASH_GLUE_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/array.h"
+
+#include "hash64.h"
+
+/* A 1-D text[] argument, checked: no NULLs, not empty, no duplicates. */
+typedef struct ChashNodeList
+{
+	int			count;
+	const char **names;			/* pointers into the detoasted array */
+	int		   *lengths;
+} ChashNodeList;
+
+/* The server's MD5 as a md5_digest_fn (ERROR on failure). */
+extern void chash_server_md5(const void *data, size_t len, uint8_t out[16]);
+
+/* Parses a hash family argument; 22023 for an unknown name. */
+extern hasher64 chash_hasher_from_text(text *name);
+
+/*
+ * Reads a node array.  argname names the argument in messages.  Elements
+ * point into arr, which must stay alive as long as the list.
+ */
+extern void chash_node_list_from_array(ArrayType *arr, const char *argname,
+									   ChashNodeList *list);
+
+/*
+ * Reads a float8[] of weights that must line up with count nodes: finite,
+ * >= 0, at least one > 0.  Returns a palloc'd array.
+ */
+extern double *chash_weights_from_array(ArrayType *arr, int count);
+
+/* Text argument bytes without copying a short varlena. */
+#define CHASH_TEXT_DATA(t) VARDATA_ANY(t)
+#define CHASH_TEXT_LEN(t) VARSIZE_ANY_EXHDR(t)
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * jump.h - jump consistent hash (Lamping & Veach, 2014) and plain modulo
+ */
+#ifndef CHASH_CORE_JUMP_H
+#define CHASH_CORE_JUMP_H
+
+#include <stdint.h>
+
+/* The paper's algorithm; buckets must be >= 1. Returns 0 .. buckets - 1. */
+static inline int32_t
+jump_consistent_hash(uint64_t key, int32_t buckets)
+{
+	int64_t		b = -1;
+	int64_t		j = 0;
+
+	while (j < buckets)
+	{
+		b = j;
+		key = key * UINT64_C(2862933555777941757) + 1;
+		j = (int64_t) ((double) (b + 1) *
+					   ((double) (INT64_C(1) << 31) / (double) ((key >> 33) + 1)));
+	}
+	return (int32_t) b;
+}
+
+#endif

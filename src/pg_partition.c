@@ -1,0 +1,69 @@
+/*
+ * pg_partition.c - the hash partition PostgreSQL itself routes a key to
+ *
+ * PostgreSQL's hash partitioning (partbounds.c compute_partition_hash_value)
+ * hashes each key column with the type's extended hash function and
+ * HASH_PARTITION_SEED, folds the column hashes with hash_combine64 starting
+ * from 0, and takes the result mod the modulus.  We call the very same type
+ * hash functions, so the answer is PostgreSQL's by construction; the
+ * regression test checks it against real partitioned tables.
+ */
+#include "chash.h"
+
+#include "catalog/partition.h"
+#include "catalog/pg_collation.h"
+#include "common/hashfn.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+
+PG_FUNCTION_INFO_V1(chash_pg_partition_text);
+PG_FUNCTION_INFO_V1(chash_pg_partition_int8);
+PG_FUNCTION_INFO_V1(chash_pg_partition_int4);
+PG_FUNCTION_INFO_V1(chash_pg_partition_uuid);
+
+static int32
+partition_of(Datum column_hash, int32 modulus)
+{
+	uint64		row_hash = hash_combine64(0, DatumGetUInt64(column_hash));
+
+	if (modulus < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("modulus for hash partition must be at least 1"),
+				 errdetail("The value given was %d.", modulus)));
+	return (int32) (row_hash % (uint64) modulus);
+}
+
+#define SEED UInt64GetDatum(HASH_PARTITION_SEED)
+
+Datum
+chash_pg_partition_text(PG_FUNCTION_ARGS)
+{
+	/* A partition key column of type text uses the database's default,
+	 * deterministic collation: hash the bytes. */
+	Datum		h = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID,
+											PG_GETARG_DATUM(0), SEED);
+
+	PG_RETURN_INT32(partition_of(h, PG_GETARG_INT32(1)));
+}
+
+Datum
+chash_pg_partition_int8(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(partition_of(DirectFunctionCall2(hashint8extended, PG_GETARG_DATUM(0), SEED),
+								 PG_GETARG_INT32(1)));
+}
+
+Datum
+chash_pg_partition_int4(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(partition_of(DirectFunctionCall2(hashint4extended, PG_GETARG_DATUM(0), SEED),
+								 PG_GETARG_INT32(1)));
+}
+
+Datum
+chash_pg_partition_uuid(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(partition_of(DirectFunctionCall2(uuid_hash_extended, PG_GETARG_DATUM(0), SEED),
+								 PG_GETARG_INT32(1)));
+}
