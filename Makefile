@@ -24,7 +24,7 @@ ISOLATION_OPTS = --load-extension=$(EXTENSION)
 TAP_TESTS = 1
 
 PG_CPPFLAGS = -I$(srcdir)/src/core -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
-SHLIB_LINK = -lxxhash
+SHLIB_LINK = -lxxhash -lcrypto
 EXTRA_CLEAN = $(DATA_built) unit-build
 
 PG_CONFIG ?= pg_config

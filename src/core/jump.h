@@ -17,8 +17,10 @@ jump_consistent_hash(uint64_t key, int32_t buckets)
 	{
 		b = j;
 		key = key * UINT64_C(2862933555777941757) + 1;
+		/* (key >> 33) + 1 <= 2^31: converting it as signed is exact and
+		 * one instruction, where an unsigned 64-bit conversion is several. */
 		j = (int64_t) ((double) (b + 1) *
-					   ((double) (INT64_C(1) << 31) / (double) ((key >> 33) + 1)));
+					   ((double) (INT64_C(1) << 31) / (double) (int64_t) ((key >> 33) + 1)));
 	}
 	return (int32_t) b;
 }

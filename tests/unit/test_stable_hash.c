@@ -19,6 +19,25 @@ test_crc16(void)
 	/* CRC catalogue (reveng) check value of CRC-16/XMODEM. */
 	CHECK_EQ_U64(crc16_xmodem(S("123456789")), 0x31C3);
 	CHECK_EQ_U64(crc16_xmodem(S("")), 0);
+	CHECK_EQ_U64(crc16_xmodem_bytewise(S("123456789")), 0x31C3);
+
+	/* Slicing-by-8 equals the bytewise definition at every length and offset. */
+	{
+		uint8_t		buf[100];
+		uint64_t	x = 1;
+		int			mismatches = 0;
+
+		for (int i = 0; i < 100; i++)
+		{
+			x = fmix64(x + (uint64_t) i);
+			buf[i] = (uint8_t) x;
+		}
+		for (size_t off = 0; off < 8; off++)
+			for (size_t len = 0; off + len <= sizeof(buf); len++)
+				if (crc16_xmodem(buf + off, len) != crc16_xmodem_bytewise(buf + off, len))
+					mismatches++;
+		CHECK(mismatches == 0);
+	}
 }
 
 static void
