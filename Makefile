@@ -17,11 +17,11 @@ OBJS = $(GLUE_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
 SCRIPT_PARTS = $(sort $(wildcard src/sql/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 
-REGRESS = $(sort $(notdir $(basename $(wildcard sql/*.sql))))
+REGRESS := $(sort $(notdir $(basename $(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
-ISOLATION = $(sort $(notdir $(basename $(wildcard specs/*.spec))))
+ISOLATION := $(sort $(notdir $(basename $(wildcard specs/*.spec))))
 ISOLATION_OPTS = --load-extension=$(EXTENSION)
-TAP_TESTS = 1
+TAP_TESTS := $(if $(wildcard t/*.pl),1,)
 
 PG_CPPFLAGS = -I$(srcdir)/src/core -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 SHLIB_LINK = -lxxhash -lcrypto
