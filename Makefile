@@ -2,6 +2,7 @@
 #
 # Targets beyond PGXS's own:
 #   make unit        core unit tests (no server), plain and sanitized
+#   make fuzz        libFuzzer targets over the core, FUZZ_SECONDS each
 #   make bench       per-row cost ratios against PostgreSQL builtins
 #   make demo        the README demo on a throwaway cluster
 
@@ -61,10 +62,27 @@ UNIT_BINS = $(patsubst tests/unit/%.c,unit-build/%,$(UNIT_TESTS)) \
 unit: $(UNIT_BINS)
 	@tests/unit/run $(UNIT_BINS)
 
+# ---- fuzzing (clang libFuzzer): every tests/fuzz/fuzz_*.c, FUZZ_SECONDS each ----
+FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,unit-build/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_SECONDS ?= 20
+
+unit-build/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRCS) $(wildcard src/core/*.h)
+	@mkdir -p unit-build
+	clang -g -O1 -Isrc/core -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		$< $(CORE_SRCS) -lxxhash -lm -o $@
+
+fuzz: $(FUZZ_TARGETS)
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzzing $$t for $(FUZZ_SECONDS) s"; \
+		./$$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -seed=1 > $$t.log 2>&1 \
+			|| { tail -n 30 $$t.log; exit 1; }; \
+		tail -n 1 $$t.log; \
+	done
+
 bench: install
 	bench/run
 
 demo:
 	scripts/demo
 
-.PHONY: unit bench demo
+.PHONY: unit fuzz bench demo
