@@ -68,7 +68,24 @@ crc16_xmodem(const void *data, size_t len)
 		p += 8;
 		len -= 8;
 	}
-	while (len-- > 0)
-		crc = (uint16_t) ((crc << 8) ^ crc16_table[0][((crc >> 8) ^ *p++) & 0xff]);
+	/* The same folding for a 4- and a 2-byte tail: short keys are common. */
+	if (len >= 4)
+	{
+		crc = crc16_table[3][p[0] ^ (crc >> 8)] ^
+			crc16_table[2][p[1] ^ (crc & 0xff)] ^
+			crc16_table[1][p[2]] ^
+			crc16_table[0][p[3]];
+		p += 4;
+		len -= 4;
+	}
+	if (len >= 2)
+	{
+		crc = crc16_table[1][p[0] ^ (crc >> 8)] ^
+			crc16_table[0][p[1] ^ (crc & 0xff)];
+		p += 2;
+		len -= 2;
+	}
+	if (len > 0)
+		crc = (uint16_t) ((crc << 8) ^ crc16_table[0][((crc >> 8) ^ *p) & 0xff]);
 	return crc;
 }
