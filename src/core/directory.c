@@ -1,0 +1,266 @@
+/*
+ * directory.c - slots, canonical tenants, slot ranges and the tenant map
+ *
+ * The pure parts of the shard directory: everything here is a function of
+ * its arguments, so the routing cache and the unit tests share it.
+ */
+#include "directory.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "hash64.h"
+#include "jump.h"
+#include "redis_slot.h"
+
+static const char *const method_names[] = {"xxh64", "jump", "redis", "pg_hash"};
+static const char *const type_names[] = {"text", "bigint", "uuid"};
+
+static int
+parse_name(const char *const *names, int count, const char *name, size_t len)
+{
+	for (int i = 0; i < count; i++)
+		if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
+			return i;
+	return -1;
+}
+
+int
+slot_method_parse(const char *name, size_t len, slot_method *method)
+{
+	int			i = parse_name(method_names, 4, name, len);
+
+	if (i < 0)
+		return -1;
+	*method = (slot_method) i;
+	return 0;
+}
+
+int
+key_type_parse(const char *name, size_t len, key_type *type)
+{
+	int			i = parse_name(type_names, 3, name, len);
+
+	if (i < 0)
+		return -1;
+	*type = (key_type) i;
+	return 0;
+}
+
+const char *
+slot_method_name(slot_method method)
+{
+	return method_names[method];
+}
+
+const char *
+key_type_name(key_type type)
+{
+	return type_names[type];
+}
+
+int32_t
+directory_text_slot(slot_method method, const char *tenant, size_t len,
+					uint64_t xxh, int32_t slot_count)
+{
+	switch (method)
+	{
+		case SLOT_METHOD_JUMP:
+			return jump_consistent_hash(xxh, slot_count);
+		case SLOT_METHOD_REDIS:
+			return redis_cluster_slot(tenant, len);
+		default:
+			return (int32_t) (xxh % (uint64_t) slot_count);
+	}
+}
+
+/* isspace() in the C locale, as int8in's scanner uses it. */
+static int
+is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+tenant_status
+bigint_tenant_parse(const char *text, size_t len, int64_t *value)
+{
+	size_t		i = 0;
+	int			negative = 0;
+	uint64_t	magnitude = 0;
+	size_t		digits = 0;
+
+	while (i < len && is_space(text[i]))
+		i++;
+	if (i < len && (text[i] == '-' || text[i] == '+'))
+		negative = text[i++] == '-';
+	for (; i < len && text[i] >= '0' && text[i] <= '9'; i++, digits++)
+	{
+		uint64_t	d = (uint64_t) (text[i] - '0');
+
+		if (magnitude > (UINT64_C(9223372036854775808) - d) / 10)
+		{
+			/* keep scanning: garbage later makes it invalid, not out of range */
+			magnitude = UINT64_MAX;
+			continue;
+		}
+		if (magnitude != UINT64_MAX)
+			magnitude = magnitude * 10 + d;
+	}
+	while (i < len && is_space(text[i]))
+		i++;
+	if (digits == 0 || i != len)
+		return TENANT_INVALID;
+	if (magnitude == UINT64_MAX ||
+		magnitude > (negative ? UINT64_C(9223372036854775808) : UINT64_C(9223372036854775807)))
+		return TENANT_OUT_OF_RANGE;
+	*value = negative ? (int64_t) (0 - magnitude) : (int64_t) magnitude;
+	return TENANT_OK;
+}
+
+size_t
+bigint_tenant_format(int64_t value, char out[CANONICAL_BIGINT_MAX])
+{
+	char		buf[CANONICAL_BIGINT_MAX];
+	uint64_t	m = value < 0 ? 0 - (uint64_t) value : (uint64_t) value;
+	size_t		n = 0;
+	size_t		len = 0;
+
+	do
+	{
+		buf[n++] = (char) ('0' + m % 10);
+		m /= 10;
+	} while (m != 0);
+	if (value < 0)
+		out[len++] = '-';
+	while (n > 0)
+		out[len++] = buf[--n];
+	return len;
+}
+
+void
+uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t		len = 0;
+
+	for (int i = 0; i < 16; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[len++] = '-';
+		out[len++] = hex[uuid[i] >> 4];
+		out[len++] = hex[uuid[i] & 15];
+	}
+}
+
+int
+largest_remainder_split(const double *weights, int count, int64_t total, int64_t *sizes)
+{
+	double		sum = 0;
+	int64_t		assigned = 0;
+	int64_t		left;
+
+	for (int i = 0; i < count; i++)
+	{
+		if (!isfinite(weights[i]) || weights[i] < 0)
+			return -1;
+		sum += weights[i];
+	}
+	if (count < 1 || !(sum > 0) || !isfinite(sum) || total < 0)
+		return -1;
+
+	/* Remainders are recomputed rather than stored: no allocation, and a
+	 * shard gets at most one extra slot, so the loops stay short. */
+	for (int i = 0; i < count; i++)
+	{
+		double		quota = (double) total * (weights[i] / sum);
+
+		sizes[i] = (int64_t) floor(quota);
+		assigned += sizes[i];
+	}
+	/* Rounding in quota can overshoot by a slot or two: take them back
+	 * from the smallest remainders, later index first. */
+	while (assigned > total)
+	{
+		int			worst = -1;
+		double		worst_r = 2;
+
+		for (int i = count - 1; i >= 0; i--)
+		{
+			double		r = (double) total * (weights[i] / sum) - (double) sizes[i];
+
+			if (sizes[i] > 0 && r < worst_r)
+			{
+				worst = i;
+				worst_r = r;
+			}
+		}
+		sizes[worst]--;
+		assigned--;
+	}
+	/* The rest go one each to the largest remainders, earlier index first. */
+	left = total - assigned;
+	while (left > 0)
+	{
+		int			best = -1;
+		double		best_r = -1;
+
+		for (int i = 0; i < count; i++)
+		{
+			double		r;
+
+			if (weights[i] <= 0)
+				continue;
+			r = (double) total * (weights[i] / sum) - (double) sizes[i];
+			if (r > best_r)
+			{
+				best = i;
+				best_r = r;
+			}
+		}
+		sizes[best]++;
+		left--;
+	}
+	return 0;
+}
+
+size_t
+tenant_map_capacity(size_t count)
+{
+	size_t		capacity = 16;
+
+	while (capacity < count * 2)
+		capacity *= 2;
+	return capacity;
+}
+
+void
+tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacity)
+{
+	map->entries = entries;
+	map->mask = (uint32_t) (capacity - 1);
+	map->count = 0;
+}
+
+int
+tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len, int32_t value)
+{
+	for (uint32_t i = (uint32_t) hash & map->mask;; i = (i + 1) & map->mask)
+	{
+		tenant_map_entry *e = &map->entries[i];
+
+		if (e->key == NULL)
+		{
+			e->hash = hash;
+			e->key = key;
+			e->len = len;
+			e->value = value;
+			map->count++;
+			return 1;
+		}
+		if (e->hash == hash && e->len == len && memcmp(e->key, key, len) == 0)
+		{
+			e->value = value;
+			return 0;
+		}
+	}
+}

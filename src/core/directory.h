@@ -1,0 +1,128 @@
+/*
+ * directory.h - the server-free parts of the shard directory (SPEC 3)
+ *
+ * Slot computation per slot method, canonical tenant forms, the
+ * largest-remainder split of slots by weight, and the open-addressing
+ * tenant map the routing cache uses for overrides.  Memory always comes
+ * from the caller; failures are status codes.
+ */
+#ifndef CHASH_CORE_DIRECTORY_H
+#define CHASH_CORE_DIRECTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define DIRECTORY_MAX_SLOTS 1048576
+
+typedef enum slot_method
+{
+	SLOT_METHOD_XXH64 = 0,
+	SLOT_METHOD_JUMP = 1,
+	SLOT_METHOD_REDIS = 2,
+	SLOT_METHOD_PG_HASH = 3		/* needs the server's hash functions */
+} slot_method;
+
+typedef enum key_type
+{
+	KEY_TYPE_TEXT = 0,
+	KEY_TYPE_BIGINT = 1,
+	KEY_TYPE_UUID = 2
+} key_type;
+
+/* Parse names ("xxh64", "jump", ...; "text", "bigint", "uuid"): 0 or -1. */
+int			slot_method_parse(const char *name, size_t len, slot_method *method);
+int			key_type_parse(const char *name, size_t len, key_type *type);
+const char *slot_method_name(slot_method method);
+const char *key_type_name(key_type type);
+
+/*
+ * The slot of a tenant's canonical text for the methods that hash text
+ * (not SLOT_METHOD_PG_HASH).  xxh is XXH64(text, 0), which the caller has
+ * usually computed already for the override lookup.
+ */
+int32_t		directory_text_slot(slot_method method, const char *tenant, size_t len,
+								uint64_t xxh, int32_t slot_count);
+
+/* Longest canonical bigint ("-9223372036854775808") and uuid text. */
+#define CANONICAL_BIGINT_MAX 20
+#define CANONICAL_UUID_LEN 36
+
+typedef enum tenant_status
+{
+	TENANT_OK = 0,
+	TENANT_INVALID = -1,
+	TENANT_OUT_OF_RANGE = -2
+} tenant_status;
+
+/*
+ * A bigint tenant as PostgreSQL's int8 input accepts it: optional
+ * surrounding white space, an optional sign, decimal digits.
+ */
+tenant_status bigint_tenant_parse(const char *text, size_t len, int64_t *value);
+
+/* Plain decimal of value into out (no NUL); returns its length. */
+size_t		bigint_tenant_format(int64_t value, char out[CANONICAL_BIGINT_MAX]);
+
+/* Lower-case hex with hyphens 8-4-4-4-12 (no NUL). */
+void		uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN]);
+
+/*
+ * Splits slot_count slots into count contiguous ranges, in array order,
+ * sizes proportional to weights (finite, >= 0, sum > 0), rounding by
+ * largest remainder with ties to the earlier index.  sizes[i] gets the
+ * size of range i; range i starts at the sum of the sizes before it.
+ * Returns 0, or -1 for invalid weights.
+ */
+int			largest_remainder_split(const double *weights, int count, int64_t total,
+									int64_t *sizes);
+
+/*
+ * tenant_map: open addressing on a 64-bit key hash, load factor <= 1/2.
+ * Keys are byte strings owned by the caller; values are int32.
+ */
+typedef struct tenant_map_entry
+{
+	uint64_t	hash;
+	const char *key;			/* NULL: empty */
+	uint32_t	len;
+	int32_t		value;
+} tenant_map_entry;
+
+typedef struct tenant_map
+{
+	tenant_map_entry *entries;
+	uint32_t	mask;			/* capacity - 1; capacity is a power of 2 */
+	uint32_t	count;
+} tenant_map;
+
+/* Entries needed to hold count keys. */
+size_t		tenant_map_capacity(size_t count);
+
+/* entries: zeroed memory of tenant_map_capacity(count) entries. */
+void		tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacity);
+
+/* Inserts or replaces; returns 1 when the key was new, 0 when replaced. */
+int			tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len,
+						   int32_t value);
+
+/* The key's entry, or NULL. */
+static inline const tenant_map_entry *
+tenant_map_get(const tenant_map *map, uint64_t hash, const char *key, uint32_t len)
+{
+	uint32_t	i;
+
+	if (map->count == 0)
+		return NULL;
+	for (i = (uint32_t) hash & map->mask;; i = (i + 1) & map->mask)
+	{
+		const tenant_map_entry *e = &map->entries[i];
+
+		if (e->key == NULL)
+			return NULL;
+		if (e->hash == hash && e->len == len && memcmp(e->key, key, len) == 0)
+			return e;
+	}
+}
+
+#endif
