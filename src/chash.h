@@ -41,6 +41,13 @@ extern void chash_node_list_from_array(ArrayType *arr, const char *argname,
  */
 extern double *chash_weights_from_array(ArrayType *arr, int count);
 
+/*
+ * The remainder of the hash partition PostgreSQL routes a one-column key of
+ * type typid (TEXTOID with the default collation, INT8OID, INT4OID,
+ * UUIDOID) to, for the given modulus (>= 1).  pg_partition.c.
+ */
+extern int32 chash_pg_partition_of(Oid typid, Datum value, int32 modulus);
+
 /* Text argument bytes without copying a short varlena. */
 #define CHASH_TEXT_DATA(t) VARDATA_ANY(t)
 #define CHASH_TEXT_LEN(t) VARSIZE_ANY_EXHDR(t)

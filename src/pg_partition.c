@@ -12,6 +12,7 @@
 
 #include "catalog/partition.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -36,34 +37,53 @@ partition_of(Datum column_hash, int32 modulus)
 
 #define SEED UInt64GetDatum(HASH_PARTITION_SEED)
 
+int32
+chash_pg_partition_of(Oid typid, Datum value, int32 modulus)
+{
+	Datum		h;
+
+	switch (typid)
+	{
+		case TEXTOID:
+			h = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID, value, SEED);
+			break;
+		case INT8OID:
+			h = DirectFunctionCall2(hashint8extended, value, SEED);
+			break;
+		case INT4OID:
+			h = DirectFunctionCall2(hashint4extended, value, SEED);
+			break;
+		case UUIDOID:
+			h = DirectFunctionCall2(uuid_hash_extended, value, SEED);
+			break;
+		default:
+			elog(ERROR, "unsupported partition key type %u", typid);
+	}
+	return partition_of(h, modulus);
+}
+
 Datum
 chash_pg_partition_text(PG_FUNCTION_ARGS)
 {
 	/* A partition key column of type text uses the database's default,
 	 * deterministic collation: hash the bytes. */
-	Datum		h = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID,
-											PG_GETARG_DATUM(0), SEED);
-
-	PG_RETURN_INT32(partition_of(h, PG_GETARG_INT32(1)));
+	PG_RETURN_INT32(chash_pg_partition_of(TEXTOID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
 }
 
 Datum
 chash_pg_partition_int8(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(partition_of(DirectFunctionCall2(hashint8extended, PG_GETARG_DATUM(0), SEED),
-								 PG_GETARG_INT32(1)));
+	PG_RETURN_INT32(chash_pg_partition_of(INT8OID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
 }
 
 Datum
 chash_pg_partition_int4(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(partition_of(DirectFunctionCall2(hashint4extended, PG_GETARG_DATUM(0), SEED),
-								 PG_GETARG_INT32(1)));
+	PG_RETURN_INT32(chash_pg_partition_of(INT4OID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
 }
 
 Datum
 chash_pg_partition_uuid(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(partition_of(DirectFunctionCall2(uuid_hash_extended, PG_GETARG_DATUM(0), SEED),
-								 PG_GETARG_INT32(1)));
+	PG_RETURN_INT32(chash_pg_partition_of(UUIDOID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
 }

@@ -137,6 +137,55 @@ bigint_tenant_format(int64_t value, char out[CANONICAL_BIGINT_MAX])
 	return len;
 }
 
+static int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+tenant_status
+uuid_tenant_parse(const char *text, size_t len, uint8_t uuid[16])
+{
+	size_t		i = 0;
+	int			braces = 0;
+
+	if (len > 0 && text[0] == '{')
+	{
+		braces = 1;
+		i++;
+	}
+	for (int b = 0; b < 16; b++)
+	{
+		int			hi,
+					lo;
+
+		if (i + 2 > len)
+			return TENANT_INVALID;
+		hi = hex_value(text[i]);
+		lo = hex_value(text[i + 1]);
+		if (hi < 0 || lo < 0)
+			return TENANT_INVALID;
+		uuid[b] = (uint8_t) (hi << 4 | lo);
+		i += 2;
+		/* uuid_in: a hyphen may follow every second byte but the last */
+		if (i < len && text[i] == '-' && b % 2 == 1 && b < 15)
+			i++;
+	}
+	if (braces)
+	{
+		if (i >= len || text[i] != '}')
+			return TENANT_INVALID;
+		i++;
+	}
+	return i == len ? TENANT_OK : TENANT_INVALID;
+}
+
 void
 uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN])
 {

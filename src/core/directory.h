@@ -64,6 +64,13 @@ tenant_status bigint_tenant_parse(const char *text, size_t len, int64_t *value);
 /* Plain decimal of value into out (no NUL); returns its length. */
 size_t		bigint_tenant_format(int64_t value, char out[CANONICAL_BIGINT_MAX]);
 
+/*
+ * A uuid tenant as PostgreSQL's uuid input accepts it: 32 hex digits, in
+ * either case, optionally in braces, with an optional hyphen after any
+ * group of four digits but the last.
+ */
+tenant_status uuid_tenant_parse(const char *text, size_t len, uint8_t uuid[16]);
+
 /* Lower-case hex with hyphens 8-4-4-4-12 (no NUL). */
 void		uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN]);
 

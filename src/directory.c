@@ -1,0 +1,257 @@
+/*
+ * directory.c - creating shard directories, canonical tenants, and the
+ * trigger that invalidates routing caches (SPEC 3)
+ *
+ * The other management functions are SQL (src/sql/52_directory_functions.sql);
+ * chash_create_directory is C because it validates the shard array the way
+ * every placement function does and splits the slots with the core's
+ * largest-remainder rule.
+ */
+#include "chash.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/rel.h"
+#include "utils/uuid.h"
+
+#include "directory.h"
+#include "directory_cache.h"
+#include "redis_slot.h"
+
+PG_FUNCTION_INFO_V1(chash_create_directory);
+PG_FUNCTION_INFO_V1(chash_tenant_canonical);
+PG_FUNCTION_INFO_V1(chash_directory_invalidate);
+
+static void
+require_argument(FunctionCallInfo fcinfo, int n, const char *argname)
+{
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", argname)));
+}
+
+Datum
+chash_create_directory(PG_FUNCTION_ARGS)
+{
+	text	   *name;
+	ChashNodeList shards;
+	int32		slot_count;
+	text	   *method_text;
+	text	   *type_text;
+	slot_method method;
+	key_type	ktype;
+	double	   *weights;
+	int64	   *sizes;
+	Datum	   *shard_datums;
+	Datum	   *range_shards;
+	Datum	   *weight_datums;
+	Datum	   *first_datums;
+	Datum	   *last_datums;
+	int			ranges = 0;
+	int64		next = 0;
+	const char *schema;
+	char	   *sql;
+	Oid			argtypes[4];
+	Datum		args[4];
+
+	require_argument(fcinfo, 0, "directory name");
+	require_argument(fcinfo, 1, "shards");
+	require_argument(fcinfo, 2, "slot_count");
+	require_argument(fcinfo, 3, "slot_method");
+	require_argument(fcinfo, 5, "key_type");
+	name = PG_GETARG_TEXT_PP(0);
+	slot_count = PG_GETARG_INT32(2);
+	method_text = PG_GETARG_TEXT_PP(3);
+	type_text = PG_GETARG_TEXT_PP(5);
+
+	if (VARSIZE_ANY_EXHDR(name) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("directory name must not be empty")));
+	chash_node_list_from_array(PG_GETARG_ARRAYTYPE_P(1), "shards", &shards);
+	if (slot_count < 1 || slot_count > DIRECTORY_MAX_SLOTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slot_count must be between 1 and %d", DIRECTORY_MAX_SLOTS),
+				 errdetail("The value given was %d.", slot_count)));
+	if (slot_method_parse(VARDATA_ANY(method_text), VARSIZE_ANY_EXHDR(method_text), &method) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized slot method \"%s\"", text_to_cstring(method_text)),
+				 errhint("Valid slot methods are \"xxh64\", \"jump\", \"redis\" and \"pg_hash\".")));
+	if (method == SLOT_METHOD_REDIS && slot_count != REDIS_CLUSTER_SLOTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slot method \"redis\" needs slot_count 16384"),
+				 errdetail("The value given was %d.", slot_count)));
+	if (key_type_parse(VARDATA_ANY(type_text), VARSIZE_ANY_EXHDR(type_text), &ktype) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized key type \"%s\"", text_to_cstring(type_text)),
+				 errhint("Valid key types are \"text\", \"bigint\" and \"uuid\".")));
+
+	if (PG_ARGISNULL(4))
+	{
+		weights = palloc(sizeof(double) * shards.count);
+		for (int i = 0; i < shards.count; i++)
+			weights[i] = 1;
+	}
+	else
+	{
+		weights = chash_weights_from_array(PG_GETARG_ARRAYTYPE_P(4), shards.count);
+		for (int i = 0; i < shards.count; i++)
+			if (weights[i] <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("weight of shard \"%.*s\" must be positive",
+								shards.lengths[i], shards.names[i]),
+						 errhint("Add a shard with chash_add_shard() to warm it up from zero slots.")));
+	}
+
+	sizes = palloc(sizeof(int64) * shards.count);
+	if (largest_remainder_split(weights, shards.count, slot_count, sizes) != 0)
+		elog(ERROR, "could not split slots by weight");
+
+	shard_datums = palloc(sizeof(Datum) * shards.count);
+	range_shards = palloc(sizeof(Datum) * shards.count);
+	weight_datums = palloc(sizeof(Datum) * shards.count);
+	first_datums = palloc(sizeof(Datum) * shards.count);
+	last_datums = palloc(sizeof(Datum) * shards.count);
+	for (int i = 0; i < shards.count; i++)
+	{
+		shard_datums[i] = PointerGetDatum(cstring_to_text_with_len(shards.names[i], shards.lengths[i]));
+		weight_datums[i] = Float8GetDatum(weights[i]);
+	}
+	/* contiguous ranges, shard by shard in array order */
+	for (int i = 0; i < shards.count; i++)
+	{
+		if (sizes[i] == 0)
+			continue;
+		range_shards[ranges] = shard_datums[i];
+		first_datums[ranges] = Int32GetDatum((int32) next);
+		last_datums[ranges] = Int32GetDatum((int32) (next + sizes[i] - 1));
+		next += sizes[i];
+		ranges++;
+	}
+
+	schema = directory_schema_quoted();
+	SPI_connect();
+
+	argtypes[0] = TEXTOID;
+	args[0] = PointerGetDatum(name);
+	sql = psprintf("SELECT 1 FROM %s.chash_directory WHERE name = $1", schema);
+	if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("directory \"%s\" already exists", text_to_cstring(name))));
+
+	argtypes[1] = INT4OID;
+	argtypes[2] = TEXTOID;
+	argtypes[3] = TEXTOID;
+	args[1] = Int32GetDatum(slot_count);
+	args[2] = CStringGetTextDatum(slot_method_name(method));
+	args[3] = CStringGetTextDatum(key_type_name(ktype));
+	sql = psprintf("INSERT INTO %s.chash_directory (name, slot_count, slot_method, key_type) "
+				   "VALUES ($1, $2, $3, $4)", schema);
+	if (SPI_execute_with_args(sql, 4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed");
+
+	argtypes[1] = TEXTARRAYOID;
+	argtypes[2] = FLOAT8ARRAYOID;
+	args[1] = PointerGetDatum(construct_array(shard_datums, shards.count, TEXTOID, -1, false, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(weight_datums, shards.count, FLOAT8OID, 8,
+											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	sql = psprintf("INSERT INTO %s.chash_shard (directory, shard, weight) "
+				   "SELECT $1, u.shard, u.weight FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(shard, weight)",
+				   schema);
+	if (SPI_execute_with_args(sql, 3, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed");
+
+	/* every slot in one statement: the slot check sees a complete directory */
+	argtypes[1] = TEXTARRAYOID;
+	argtypes[2] = INT4ARRAYOID;
+	argtypes[3] = INT4ARRAYOID;
+	args[1] = PointerGetDatum(construct_array(range_shards, ranges, TEXTOID, -1, false, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(first_datums, ranges, INT4OID, 4, true, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_array(last_datums, ranges, INT4OID, 4, true, TYPALIGN_INT));
+	sql = psprintf("INSERT INTO %s.chash_slot (directory, slot, shard) "
+				   "SELECT $1, g.slot, u.shard FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) AS u(shard, first, last), "
+				   "pg_catalog.generate_series(u.first, u.last) AS g(slot)", schema);
+	if (SPI_execute_with_args(sql, 4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed");
+
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+Datum
+chash_tenant_canonical(PG_FUNCTION_ARGS)
+{
+	text	   *type_text = PG_GETARG_TEXT_PP(0);
+	text	   *tenant = PG_GETARG_TEXT_PP(1);
+	const char *t = VARDATA_ANY(tenant);
+	size_t		len = VARSIZE_ANY_EXHDR(tenant);
+	key_type	ktype;
+	tenant_status status = TENANT_OK;
+	char		buf[CANONICAL_UUID_LEN];
+	size_t		out_len = 0;
+
+	if (key_type_parse(VARDATA_ANY(type_text), VARSIZE_ANY_EXHDR(type_text), &ktype) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized key type \"%s\"", text_to_cstring(type_text)),
+				 errhint("Valid key types are \"text\", \"bigint\" and \"uuid\".")));
+	if (ktype == KEY_TYPE_TEXT)
+		PG_RETURN_TEXT_P(tenant);
+	if (ktype == KEY_TYPE_BIGINT)
+	{
+		int64		value;
+
+		status = bigint_tenant_parse(t, len, &value);
+		if (status == TENANT_OK)
+			out_len = bigint_tenant_format(value, buf);
+	}
+	else
+	{
+		pg_uuid_t	uuid;
+
+		status = uuid_tenant_parse(t, len, uuid.data);
+		if (status == TENANT_OK)
+		{
+			uuid_tenant_format(uuid.data, buf);
+			out_len = CANONICAL_UUID_LEN;
+		}
+	}
+	if (status != TENANT_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid tenant \"%.*s\" for key type %s", (int) Min(len, 200), t, key_type_name(ktype)),
+				 status == TENANT_OUT_OF_RANGE ? errdetail("The value is out of range for type bigint.") : 0));
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf, out_len));
+}
+
+/*
+ * Statement trigger on every directory table: every backend (and, through
+ * WAL, every hot standby) drops its routing cache when the change commits;
+ * this backend does at its next command.
+ */
+Datum
+chash_directory_invalidate(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("chash_directory_invalidate() must be called as a trigger")));
+	CacheInvalidateRelcache(trigdata->tg_relation);
+	return PointerGetDatum(NULL);
+}
