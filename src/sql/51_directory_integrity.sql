@@ -194,7 +194,7 @@ BEGIN
         IF n > 0 THEN
             RAISE EXCEPTION 'cannot set shard "%" of directory "%" to % because tenants are pinned to it', OLD.shard, OLD.directory, NEW.state
                 USING ERRCODE = '55006',
-                      DETAIL = format('%s tenants are pinned to it.', n),
+                      DETAIL = format('Tenants pinned to it: %s.', n),
                       HINT = 'Pin them to another shard or unpin them first.';
         END IF;
     END IF;
@@ -218,8 +218,10 @@ BEGIN
     IF FOUND THEN
         NEW.tenant := @extschema@.chash_tenant_canonical(ktype, NEW.tenant);
     END IF;
-    IF TG_TABLE_NAME = 'chash_override'
-       AND (TG_OP = 'INSERT' OR NEW.shard <> OLD.shard OR NEW.directory <> OLD.directory) THEN
+    IF TG_TABLE_NAME <> 'chash_override' THEN
+        RETURN NEW;
+    END IF;
+    IF TG_OP = 'INSERT' OR NEW.shard <> OLD.shard OR NEW.directory <> OLD.directory THEN
         -- FOR SHARE waits for (and then sees) a concurrent state change.
         SELECT state INTO sstate FROM @extschema@.chash_shard
         WHERE directory = NEW.directory AND shard = NEW.shard FOR SHARE;
