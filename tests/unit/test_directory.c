@@ -76,8 +76,23 @@ test_uuid(void)
 	0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11};
 	char		out[CANONICAL_UUID_LEN];
 
+	uint8_t		p[16];
+
 	uuid_tenant_format(u, out);
 	CHECK(memcmp(out, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", 36) == 0);
+	/* The input forms of the PostgreSQL manual's uuid section. */
+	CHECK(uuid_tenant_parse(S("A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11"), p) == TENANT_OK && memcmp(p, u, 16) == 0);
+	CHECK(uuid_tenant_parse(S("{a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11}"), p) == TENANT_OK && memcmp(p, u, 16) == 0);
+	CHECK(uuid_tenant_parse(S("a0eebc999c0b4ef8bb6d6bb9bd380a11"), p) == TENANT_OK && memcmp(p, u, 16) == 0);
+	CHECK(uuid_tenant_parse(S("a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11"), p) == TENANT_OK && memcmp(p, u, 16) == 0);
+	CHECK(uuid_tenant_parse(S("{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), p) == TENANT_INVALID);
+	CHECK(uuid_tenant_parse(S("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-"), p) == TENANT_INVALID);
+	CHECK(uuid_tenant_parse(S("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1"), p) == TENANT_INVALID);
+	CHECK(uuid_tenant_parse(S("a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11"), p) == TENANT_INVALID);
+	CHECK(uuid_tenant_parse(S("a-0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), p) == TENANT_INVALID);
+	CHECK(uuid_tenant_parse(S(" a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), p) == TENANT_INVALID);
+	CHECK(uuid_tenant_parse(S("g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), p) == TENANT_INVALID);
+	CHECK(uuid_tenant_parse(S(""), p) == TENANT_INVALID);
 }
 
 static void
