@@ -209,6 +209,23 @@ SELECT shard, slots, pinned_tenants, bytes, round(load_ratio::numeric, 4) AS loa
 FROM chash_shard_load WHERE directory = 'weighted' ORDER BY shard;
 SELECT sum(bytes) = 10000 AS all_bytes_counted FROM chash_shard_load WHERE directory = 'weighted';
 
+-- Parallel workers route too (chash_route is PARALLEL SAFE).
+CREATE TABLE parallel_tenants AS SELECT 'tenant-' || i AS k FROM generate_series(1, 20000) AS i;
+ANALYZE parallel_tenants;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM parallel_tenants WHERE chash_route('orgs', k) = 's1';
+SELECT count(*) = (SELECT count(*) FROM parallel_tenants p JOIN chash_slot s
+                   ON s.directory = 'orgs' AND s.slot = chash_slot('orgs', p.k) AND s.shard = 's1') AS parallel_agrees
+FROM parallel_tenants WHERE chash_route('orgs', k) = 's1';
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+DROP TABLE parallel_tenants;
+
 -- Dropping a directory removes everything of it.
 SELECT chash_drop_directory('weighted');
 SELECT count(*) AS left_over FROM chash_shard WHERE directory = 'weighted';

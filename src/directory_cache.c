@@ -661,11 +661,12 @@ directory_lookup(const char *name, int name_len, Snapshot snapshot)
 
 			if (dir->version == row.version)
 				return dir;
-			/* unlink; freed at transaction end */
+			/* unlink; freed at transaction end; other call sites recheck */
 			old = MemoryContextSwitchTo(TopMemoryContext);
 			*link = dir->next;
 			retired_contexts = lappend(retired_contexts, dir->context);
 			MemoryContextSwitchTo(old);
+			cache_generation++;
 			break;
 		}
 	}

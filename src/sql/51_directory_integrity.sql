@@ -107,12 +107,17 @@ BEGIN
                 USING ERRCODE = '23514',
                       DETAIL = format('Its slots are 0 .. %s.', r.slot_count - 1);
         END IF;
-        -- FOR SHARE waits for (and then sees) a concurrent retirement.
+        -- Lock the new owners first: a concurrent retirement waits for us,
+        -- or we wait for it and the next query sees it.
+        PERFORM 1 FROM @extschema@.chash_shard s
+        JOIN (SELECT DISTINCT directory, shard FROM new_rows) n
+          ON n.directory = s.directory AND n.shard = s.shard
+        FOR SHARE OF s;
         SELECT s.directory, s.shard INTO r
         FROM @extschema@.chash_shard s
         JOIN (SELECT DISTINCT directory, shard FROM new_rows) n
           ON n.directory = s.directory AND n.shard = s.shard
-        WHERE s.state = 'retired' LIMIT 1 FOR SHARE OF s;
+        WHERE s.state = 'retired' LIMIT 1;
         IF FOUND THEN
             RAISE EXCEPTION 'cannot assign slots to retired shard "%" of directory "%"', r.shard, r.directory
                 USING ERRCODE = '55000',
@@ -172,7 +177,10 @@ CREATE TRIGGER chash_slot_no_truncate BEFORE TRUNCATE ON @extschema@.chash_slot
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_slot_no_truncate();
 
 -- chash_shard: retiring needs an empty shard; leaving 'active' needs no
--- pinned tenants (overrides always point at active shards).
+-- pinned tenants (overrides always point at active shards).  An AFTER
+-- trigger: it runs once the row lock is ours, i.e. after a concurrent slot
+-- move or pin that holds the shard FOR SHARE has committed, and its
+-- queries (READ COMMITTED) then see that move or pin.
 CREATE FUNCTION @extschema@.chash_shard_guard() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -198,12 +206,12 @@ BEGIN
                       HINT = 'Pin them to another shard or unpin them first.';
         END IF;
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.chash_shard_guard() IS
     'trigger: a shard is retired only when it owns nothing, and leaves active only without pinned tenants';
-CREATE TRIGGER chash_shard_guard BEFORE UPDATE ON @extschema@.chash_shard
+CREATE TRIGGER chash_shard_guard AFTER UPDATE ON @extschema@.chash_shard
     FOR EACH ROW EXECUTE FUNCTION @extschema@.chash_shard_guard();
 
 -- chash_override and chash_tenant_size store tenants in canonical form;
