@@ -1,0 +1,623 @@
+/*
+ * planner.c - the rebalance planner of the shard directory (SPEC 3.1)
+ *
+ * 'slots': every shard is brought to its largest-remainder target with the
+ * fewest possible moves.  Donors are the shards over target, receivers the
+ * shards under it.  Each move takes one slot from the donor with the most
+ * excess and gives it to the receiver with the largest deficit (ties: the
+ * lower index); a donor gives its lowest-numbered slots first, as
+ * redis-cli's rebalance does.  Because a donor never drops below its target
+ * and a receiver never rises above it, each move lowers
+ * sum(|owned - target|) by exactly 2, so every prefix of the plan is an
+ * improvement, and the plan has exactly sum(max(0, owned - target)) moves,
+ * the minimum.  Picking the largest excess and deficit first also makes
+ * each prefix the one that lowers sum((owned - target)^2) and the largest
+ * deviation the most for its length, which is what an operator who stops
+ * after max_moves steps wants.
+ *
+ * 'bytes': the imbalance is D = sum over shards of (load - target)^2, with
+ * loads in bytes.  Moving a slot of b bytes from d to r changes D by
+ * 2b(e_r - e_d + b), e = load - target, so it lowers D exactly when
+ * 0 < b < e_d - e_r.  Phase 1 empties draining and retired shards (largest
+ * slots first, each to the active shard furthest under target); phase 2
+ * repeatedly makes the move that lowers D the most for the receiver
+ * furthest under target and the first donor (by excess, descending) that
+ * has an improving slot, taking the slot whose size is closest to half the
+ * gap.  Every phase-2 move strictly lowers D; every phase-1 move lowers
+ * the number of slots on non-active shards and never raises D (see
+ * planner_plan_bytes).  The plan stops at a local optimum: no remaining
+ * single move of an unmoved slot would lower D.
+ */
+#include "planner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *
+planner_status_message(planner_status status)
+{
+	switch (status)
+	{
+		case PLANNER_OK:
+			return "ok";
+		case PLANNER_BAD_SLOT_COUNT:
+			return "slot count out of range";
+		case PLANNER_BAD_SHARD_COUNT:
+			return "no shards";
+		case PLANNER_BAD_WEIGHT:
+			return "weight is not finite and non-negative";
+		case PLANNER_BAD_STATE:
+			return "unknown shard state";
+		case PLANNER_BAD_OWNER:
+			return "slot owner is not a shard";
+		case PLANNER_BAD_BYTES:
+			return "size is not finite and non-negative";
+		case PLANNER_NO_ACTIVE_SHARD:
+			return "no active shard with a positive weight";
+	}
+	return "unknown status";
+}
+
+static planner_status
+check_shards(const planner_shard *shards, int32_t nshards, double *active_weight)
+{
+	double		total = 0;
+
+	if (nshards < 1)
+		return PLANNER_BAD_SHARD_COUNT;
+	for (int32_t i = 0; i < nshards; i++)
+	{
+		if (!isfinite(shards[i].weight) || shards[i].weight < 0)
+			return PLANNER_BAD_WEIGHT;
+		if (shards[i].state != PLANNER_ACTIVE &&
+			shards[i].state != PLANNER_DRAINING &&
+			shards[i].state != PLANNER_RETIRED)
+			return PLANNER_BAD_STATE;
+		if (shards[i].state == PLANNER_ACTIVE)
+			total += shards[i].weight;
+	}
+	if (!(total > 0) || !isfinite(total))
+		return PLANNER_NO_ACTIVE_SHARD;
+	*active_weight = total;
+	return PLANNER_OK;
+}
+
+planner_status
+planner_slot_targets(const planner_shard *shards, int32_t nshards,
+					 int32_t slot_count, int32_t *targets)
+{
+	double		total;
+	int64_t		assigned = 0;
+	int64_t		left;
+	planner_status status;
+
+	if (slot_count < 1 || slot_count > PLANNER_MAX_SLOTS)
+		return PLANNER_BAD_SLOT_COUNT;
+	status = check_shards(shards, nshards, &total);
+	if (status != PLANNER_OK)
+		return status;
+
+	for (int32_t i = 0; i < nshards; i++)
+	{
+		targets[i] = 0;
+		if (shards[i].state == PLANNER_ACTIVE)
+		{
+			double		quota = (double) slot_count * shards[i].weight / total;
+
+			targets[i] = (int32_t) floor(quota);
+			assigned += targets[i];
+		}
+	}
+
+	/*
+	 * Hand out the rest one by one to the largest fractional parts, ties to
+	 * the lower index.  Fewer than nshards are left, so the repeated scan
+	 * is O(nshards^2) at worst; quotas are recomputed, not stored, to keep
+	 * the caller's memory to the targets alone.
+	 */
+	left = (int64_t) slot_count - assigned;
+	while (left > 0)
+	{
+		int32_t		best = -1;
+		double		best_frac = -1;
+
+		for (int32_t i = 0; i < nshards; i++)
+		{
+			double		quota,
+						frac;
+
+			if (shards[i].state != PLANNER_ACTIVE || shards[i].weight <= 0)
+				continue;
+			quota = (double) slot_count * shards[i].weight / total;
+			frac = quota - floor(quota);
+			/* a shard already rounded up is not chosen again */
+			if ((double) targets[i] > floor(quota))
+				continue;
+			if (frac > best_frac)
+			{
+				best = i;
+				best_frac = frac;
+			}
+		}
+		if (best < 0)
+		{
+			/* float rounding left more than one per shard: wrap around */
+			for (int32_t i = 0; i < nshards && left > 0; i++)
+				if (shards[i].state == PLANNER_ACTIVE && shards[i].weight > 0)
+				{
+					targets[i]++;
+					left--;
+				}
+			continue;
+		}
+		targets[best]++;
+		left--;
+	}
+	return PLANNER_OK;
+}
+
+/* ---- 'slots' ---- */
+
+/*
+ * A binary max-heap of shard indexes keyed by count[i], ties to the lower
+ * index.
+ */
+typedef struct shard_heap
+{
+	int32_t    *items;
+	int32_t		size;
+	const int64_t *key;
+} shard_heap;
+
+static inline int
+heap_before(const shard_heap *h, int32_t a, int32_t b)
+{
+	return h->key[a] > h->key[b] || (h->key[a] == h->key[b] && a < b);
+}
+
+static void
+heap_sift_down(shard_heap *h, int32_t pos)
+{
+	for (;;)
+	{
+		int32_t		l = 2 * pos + 1;
+		int32_t		r = l + 1;
+		int32_t		top = pos;
+		int32_t		tmp;
+
+		if (l < h->size && heap_before(h, h->items[l], h->items[top]))
+			top = l;
+		if (r < h->size && heap_before(h, h->items[r], h->items[top]))
+			top = r;
+		if (top == pos)
+			return;
+		tmp = h->items[pos];
+		h->items[pos] = h->items[top];
+		h->items[top] = tmp;
+		pos = top;
+	}
+}
+
+static void
+heap_build(shard_heap *h)
+{
+	for (int32_t i = h->size / 2 - 1; i >= 0; i--)
+		heap_sift_down(h, i);
+}
+
+size_t
+planner_slots_work_size(int32_t nshards, int32_t slot_count)
+{
+	if (nshards < 1 || slot_count < 0)
+		return 0;
+	return sizeof(int64_t) * 2 * (size_t) nshards	/* excess, deficit */
+		+ sizeof(int32_t) * ((size_t) nshards + 1)	/* first slot per shard */
+		+ sizeof(int32_t) * (size_t) nshards		/* next slot per donor */
+		+ sizeof(int32_t) * 2 * (size_t) nshards	/* two heaps */
+		+ sizeof(int32_t) * (size_t) slot_count;	/* slots grouped by owner */
+}
+
+planner_status
+planner_plan_slots(const int32_t *owners, int32_t slot_count,
+				   const planner_shard *shards, int32_t nshards,
+				   void *work, planner_move *moves,
+				   int32_t *nmoves, int32_t *targets)
+{
+	int64_t    *excess = (int64_t *) work;
+	int64_t    *deficit = excess + nshards;
+	int32_t    *start = (int32_t *) (deficit + nshards);
+	int32_t    *next = start + nshards + 1;
+	int32_t    *donor_items = next + nshards;
+	int32_t    *receiver_items = donor_items + nshards;
+	int32_t    *by_owner = receiver_items + nshards;
+	int32_t    *target = targets;
+	int32_t		n = 0;
+	shard_heap	donors,
+				receivers;
+	planner_status status;
+
+	*nmoves = 0;
+	if (slot_count < 1 || slot_count > PLANNER_MAX_SLOTS)
+		return PLANNER_BAD_SLOT_COUNT;
+	if (nshards < 1)
+		return PLANNER_BAD_SHARD_COUNT;
+	for (int32_t s = 0; s < slot_count; s++)
+		if (owners[s] < 0 || owners[s] >= nshards)
+			return PLANNER_BAD_OWNER;
+
+	/* next[] holds the targets until they are turned into excess/deficit */
+	if (target == NULL)
+		target = next;
+	status = planner_slot_targets(shards, nshards, slot_count, target);
+	if (status != PLANNER_OK)
+		return status;
+
+	/* Group slots by owner, ascending within a group (a counting sort). */
+	memset(start, 0, sizeof(int32_t) * ((size_t) nshards + 1));
+	for (int32_t s = 0; s < slot_count; s++)
+		start[owners[s] + 1]++;
+	for (int32_t i = 0; i < nshards; i++)
+		start[i + 1] += start[i];
+	for (int32_t i = 0; i < nshards; i++)
+	{
+		int64_t		diff = (int64_t) (start[i + 1] - start[i]) - target[i];
+
+		excess[i] = diff > 0 ? diff : 0;
+		deficit[i] = diff < 0 ? -diff : 0;
+	}
+	for (int32_t i = 0; i < nshards; i++)
+		next[i] = start[i];
+	for (int32_t s = 0; s < slot_count; s++)
+		by_owner[next[owners[s]]++] = s;
+	for (int32_t i = 0; i < nshards; i++)
+		next[i] = start[i];
+
+	donors.items = donor_items;
+	donors.size = 0;
+	donors.key = excess;
+	receivers.items = receiver_items;
+	receivers.size = 0;
+	receivers.key = deficit;
+	for (int32_t i = 0; i < nshards; i++)
+	{
+		if (excess[i] > 0)
+			donors.items[donors.size++] = i;
+		if (deficit[i] > 0)
+			receivers.items[receivers.size++] = i;
+	}
+	heap_build(&donors);
+	heap_build(&receivers);
+
+	/* Both sums are equal (targets sum to slot_count): they end together. */
+	while (donors.size > 0 && receivers.size > 0)
+	{
+		int32_t		d = donors.items[0];
+		int32_t		r = receivers.items[0];
+
+		moves[n].slot = by_owner[next[d]++];
+		moves[n].from = d;
+		moves[n].to = r;
+		n++;
+
+		if (--excess[d] == 0)
+			donors.items[0] = donors.items[--donors.size];
+		heap_sift_down(&donors, 0);
+		if (--deficit[r] == 0)
+			receivers.items[0] = receivers.items[--receivers.size];
+		heap_sift_down(&receivers, 0);
+	}
+	*nmoves = n;
+	return PLANNER_OK;
+}
+
+/* ---- 'bytes' ---- */
+
+typedef struct sized_slot
+{
+	double		bytes;
+	int32_t		slot;
+	int32_t		owner;
+} sized_slot;
+
+/* Ascending by owner, then bytes, then slot number. */
+static int
+compare_sized_slot(const void *pa, const void *pb)
+{
+	const sized_slot *a = pa;
+	const sized_slot *b = pb;
+
+	if (a->owner != b->owner)
+		return a->owner < b->owner ? -1 : 1;
+	if (a->bytes != b->bytes)
+		return a->bytes < b->bytes ? -1 : 1;
+	return (a->slot > b->slot) - (a->slot < b->slot);
+}
+
+/* Descending by bytes, then ascending slot number (phase 1's order). */
+static int
+compare_largest_first(const void *pa, const void *pb)
+{
+	const sized_slot *a = pa;
+	const sized_slot *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return (a->slot > b->slot) - (a->slot < b->slot);
+}
+
+/*
+ * Removal from a sorted array with "nearest remaining position" lookups:
+ * two union-find forests with path halving.  right[p] leads to the first
+ * remaining position >= p (slot_count is a sentinel that always remains);
+ * left[p + 1] leads to the last remaining position <= p, plus one (0 is
+ * the sentinel).
+ */
+static int32_t
+find_root(int32_t *parent, int32_t p)
+{
+	while (parent[p] != p)
+	{
+		parent[p] = parent[parent[p]];
+		p = parent[p];
+	}
+	return p;
+}
+
+size_t
+planner_bytes_work_size(int32_t nshards, int32_t slot_count)
+{
+	if (nshards < 1 || slot_count < 0)
+		return 0;
+	return sizeof(sized_slot) * (size_t) slot_count
+		+ sizeof(double) * 2 * (size_t) nshards	/* loads, targets */
+		+ sizeof(int32_t) * ((size_t) nshards + 1)	/* segment starts */
+		+ sizeof(int32_t) * (size_t) nshards	/* donor order */
+		+ sizeof(int32_t) * 2 * ((size_t) slot_count + 1);	/* forests */
+}
+
+double
+planner_bytes_imbalance(const double *loads, const planner_shard *shards,
+						int32_t nshards)
+{
+	double		total = 0,
+				weight = 0,
+				sum = 0;
+
+	for (int32_t i = 0; i < nshards; i++)
+	{
+		total += loads[i];
+		if (shards[i].state == PLANNER_ACTIVE)
+			weight += shards[i].weight;
+	}
+	for (int32_t i = 0; i < nshards; i++)
+	{
+		double		target = shards[i].state == PLANNER_ACTIVE && weight > 0 ?
+		total * shards[i].weight / weight : 0;
+
+		sum += (loads[i] - target) * (loads[i] - target);
+	}
+	return sum;
+}
+
+/*
+ * Loads are kept exact (sums of the sizes, integers in practice) and the
+ * excess load - target recomputed from them, so that rounding cannot build
+ * up over a long plan and turn a swap of equal deviations into a "move".
+ */
+#define EXCESS(i) (load[i] - target[i])
+
+/* The active shard furthest under target (lowest excess), ties lower index. */
+static int32_t
+lowest_excess(const double *load, const double *target,
+			  const planner_shard *shards, int32_t nshards)
+{
+	int32_t		best = -1;
+
+	for (int32_t i = 0; i < nshards; i++)
+		if (shards[i].state == PLANNER_ACTIVE && shards[i].weight > 0 &&
+			(best < 0 || EXCESS(i) < EXCESS(best)))
+			best = i;
+	return best;
+}
+
+/*
+ * In donor d's segment [lo, hi) of the sorted slots, the remaining slot
+ * whose size is closest to gap / 2 among those with 0 < bytes < gap
+ * (those are the moves that lower D).  -1 when there is none.
+ */
+static int32_t
+best_slot_for_gap(const sized_slot *sorted, int32_t *right, int32_t *left,
+				  int32_t lo, int32_t hi, double gap)
+{
+	double		half = gap / 2;
+	int32_t		a = lo,
+				b = hi;
+	int32_t		up,
+				down;
+	int			up_ok,
+				down_ok;
+
+	/* first position in the segment with bytes >= half */
+	while (a < b)
+	{
+		int32_t		mid = a + (b - a) / 2;
+
+		if (sorted[mid].bytes < half)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	up = find_root(right, a);
+	down = find_root(left, a) - 1;	/* last remaining position < a */
+	up_ok = up < hi && sorted[up].bytes > 0 && sorted[up].bytes < gap;
+	down_ok = down >= lo && sorted[down].bytes > 0 && sorted[down].bytes < gap;
+	if (up_ok && down_ok)
+	{
+		double		du = sorted[up].bytes - half;
+		double		dd = half - sorted[down].bytes;
+
+		if (du < dd || (du == dd && sorted[up].slot < sorted[down].slot))
+			return up;
+		return down;
+	}
+	if (up_ok)
+		return up;
+	if (down_ok)
+		return down;
+	return -1;
+}
+
+static void
+remove_position(int32_t *right, int32_t *left, int32_t p)
+{
+	right[p] = p + 1;
+	left[p + 1] = p;
+}
+
+planner_status
+planner_plan_bytes(const int32_t *owners, int32_t slot_count,
+				   const double *slot_bytes, const double *fixed_bytes,
+				   const planner_shard *shards, int32_t nshards,
+				   void *work, planner_move *moves, int32_t *nmoves)
+{
+	sized_slot *sorted = (sized_slot *) work;
+	double	   *load = (double *) (sorted + slot_count);
+	double	   *target = load + nshards;
+	int32_t    *start = (int32_t *) (target + nshards);
+	int32_t    *order = start + nshards + 1;
+	int32_t    *right = order + nshards;
+	int32_t    *left = right + slot_count + 1;
+	double		total = 0,
+				weight;
+	int32_t		n = 0;
+	planner_status status;
+
+	*nmoves = 0;
+	if (slot_count < 1 || slot_count > PLANNER_MAX_SLOTS)
+		return PLANNER_BAD_SLOT_COUNT;
+	status = check_shards(shards, nshards, &weight);
+	if (status != PLANNER_OK)
+		return status;
+	for (int32_t s = 0; s < slot_count; s++)
+	{
+		if (owners[s] < 0 || owners[s] >= nshards)
+			return PLANNER_BAD_OWNER;
+		if (!isfinite(slot_bytes[s]) || slot_bytes[s] < 0)
+			return PLANNER_BAD_BYTES;
+	}
+	for (int32_t i = 0; i < nshards; i++)
+		if (!isfinite(fixed_bytes[i]) || fixed_bytes[i] < 0)
+			return PLANNER_BAD_BYTES;
+
+	for (int32_t i = 0; i < nshards; i++)
+		load[i] = fixed_bytes[i];
+	for (int32_t s = 0; s < slot_count; s++)
+		load[owners[s]] += slot_bytes[s];
+	for (int32_t i = 0; i < nshards; i++)
+		total += load[i];
+	for (int32_t i = 0; i < nshards; i++)
+		target[i] = shards[i].state == PLANNER_ACTIVE ?
+			total * shards[i].weight / weight : 0;
+
+	for (int32_t s = 0; s < slot_count; s++)
+	{
+		sorted[s].bytes = slot_bytes[s];
+		sorted[s].slot = s;
+		sorted[s].owner = owners[s];
+	}
+	qsort(sorted, (size_t) slot_count, sizeof(sized_slot), compare_sized_slot);
+	memset(start, 0, sizeof(int32_t) * ((size_t) nshards + 1));
+	for (int32_t s = 0; s < slot_count; s++)
+		start[owners[s] + 1]++;
+	for (int32_t i = 0; i < nshards; i++)
+		start[i + 1] += start[i];
+	for (int32_t p = 0; p <= slot_count; p++)
+	{
+		right[p] = p;
+		left[p] = p;
+	}
+
+	/*
+	 * Phase 1: empty the shards that target zero.  Moving b bytes off such
+	 * a shard d (e_d = its load >= b) to the active shard r furthest under
+	 * target (e_r <= 0, since the excesses sum to zero and d's is >= 0)
+	 * changes D by 2b(e_r - e_d + b) <= 0.
+	 */
+	for (int32_t d = 0; d < nshards; d++)
+	{
+		if (shards[d].state == PLANNER_ACTIVE && shards[d].weight > 0)
+			continue;
+		qsort(sorted + start[d], (size_t) (start[d + 1] - start[d]),
+			  sizeof(sized_slot), compare_largest_first);
+		for (int32_t p = start[d]; p < start[d + 1]; p++)
+		{
+			int32_t		r = lowest_excess(load, target, shards, nshards);
+
+			moves[n].slot = sorted[p].slot;
+			moves[n].from = d;
+			moves[n].to = r;
+			n++;
+			load[d] -= sorted[p].bytes;
+			load[r] += sorted[p].bytes;
+			remove_position(right, left, p);
+		}
+	}
+
+	/* Phase 2: improving moves between active shards, best first. */
+	for (;;)
+	{
+		int32_t		r = lowest_excess(load, target, shards, nshards);
+		int32_t		d = -1,
+					p = -1,
+					ndonors = 0;
+
+		/* the donor with the most excess first: it usually has a move */
+		for (int32_t i = 0; i < nshards; i++)
+			if (i != r && EXCESS(i) > EXCESS(r) &&
+				shards[i].state == PLANNER_ACTIVE && shards[i].weight > 0 &&
+				start[i + 1] > start[i])
+			{
+				order[ndonors++] = i;
+				if (d < 0 || EXCESS(i) > EXCESS(d))
+					d = i;
+			}
+		if (d >= 0)
+			p = best_slot_for_gap(sorted, right, left, start[d], start[d + 1],
+								  EXCESS(d) - EXCESS(r));
+		if (p < 0 && ndonors > 1)
+		{
+			/* then the others, by excess descending (ties lower index) */
+			for (int32_t i = 1; i < ndonors; i++)
+			{
+				int32_t		x = order[i],
+							j = i;
+
+				while (j > 0 && (EXCESS(order[j - 1]) < EXCESS(x) ||
+								 (EXCESS(order[j - 1]) == EXCESS(x) && order[j - 1] > x)))
+				{
+					order[j] = order[j - 1];
+					j--;
+				}
+				order[j] = x;
+			}
+			for (int32_t i = 0; i < ndonors && p < 0; i++)
+			{
+				d = order[i];
+				p = best_slot_for_gap(sorted, right, left, start[d], start[d + 1],
+									  EXCESS(d) - EXCESS(r));
+			}
+		}
+		if (p < 0)
+			break;
+		moves[n].slot = sorted[p].slot;
+		moves[n].from = d;
+		moves[n].to = r;
+		n++;
+		load[d] -= sorted[p].bytes;
+		load[r] += sorted[p].bytes;
+		remove_position(right, left, p);
+	}
+	*nmoves = n;
+	return PLANNER_OK;
+}

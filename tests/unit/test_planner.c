@@ -1,0 +1,755 @@
+/*
+ * test_planner.c - the rebalance planner (SPEC 3.1): the worked example,
+ * properties over many random directories, bad inputs, and its speed
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "planner.h"
+#include "unit.h"
+
+/* splitmix64: a small deterministic generator for the random directories */
+static uint64_t rng_state = 0x5EED;
+
+static uint64_t
+rng_next(void)
+{
+	uint64_t	z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+static int32_t
+rng_below(int32_t n)
+{
+	return (int32_t) (rng_next() % (uint64_t) n);
+}
+
+static double
+rng_unit(void)
+{
+	return (double) (rng_next() >> 11) / 9007199254740992.0;
+}
+
+/* A random directory: shards, owners. */
+typedef struct directory
+{
+	int32_t		nshards;
+	int32_t		slot_count;
+	planner_shard *shards;
+	int32_t    *owners;
+} directory;
+
+static void
+directory_free(directory *dir)
+{
+	free(dir->shards);
+	free(dir->owners);
+}
+
+static void
+random_directory(directory *dir, int32_t max_shards, int32_t slot_count)
+{
+	int32_t		n = 1 + rng_below(max_shards);
+	int32_t		active = 0;
+	int			layout = rng_below(4);
+
+	dir->nshards = n;
+	dir->slot_count = slot_count;
+	dir->shards = malloc(sizeof(planner_shard) * (size_t) n);
+	dir->owners = malloc(sizeof(int32_t) * (size_t) slot_count);
+	for (int32_t i = 0; i < n; i++)
+	{
+		int			kind = rng_below(10);
+
+		/* equal weights often, so ties and remainders are exercised */
+		dir->shards[i].weight = rng_below(3) == 0 ? 0.25 + 4 * rng_unit() : 1.0;
+		dir->shards[i].state = kind < 7 ? PLANNER_ACTIVE :
+			kind < 9 ? PLANNER_DRAINING : PLANNER_RETIRED;
+		if (dir->shards[i].state == PLANNER_ACTIVE)
+			active++;
+	}
+	if (active == 0)
+		dir->shards[rng_below(n)].state = PLANNER_ACTIVE;
+
+	for (int32_t s = 0; s < slot_count; s++)
+	{
+		switch (layout)
+		{
+			case 0:				/* uniform at random */
+				dir->owners[s] = rng_below(n);
+				break;
+			case 1:				/* contiguous ranges, as at creation */
+				dir->owners[s] = (int32_t) ((int64_t) s * n / slot_count);
+				break;
+			case 2:				/* skewed: the first shard holds most */
+				dir->owners[s] = rng_below(4) == 0 ? rng_below(n) : 0;
+				break;
+			default:			/* all on the last shard */
+				dir->owners[s] = n - 1;
+				break;
+		}
+	}
+}
+
+/* ---- targets ---- */
+
+static void
+test_targets(void)
+{
+	planner_shard three[3] = {{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+	planner_shard mixed[4] = {{1, PLANNER_ACTIVE}, {2, PLANNER_ACTIVE},
+	{5, PLANNER_DRAINING}, {3, PLANNER_ACTIVE}};
+	planner_shard none[2] = {{1, PLANNER_DRAINING}, {0, PLANNER_ACTIVE}};
+	planner_shard nan_weight[2] = {{1, PLANNER_ACTIVE}, {NAN, PLANNER_ACTIVE}};
+	planner_shard neg_weight[2] = {{1, PLANNER_ACTIVE}, {-1, PLANNER_ACTIVE}};
+	planner_shard bad_state[1] = {{1, (planner_state) 7}};
+	int32_t		t[4];
+
+	/* SPEC 3: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461 */
+	CHECK(planner_slot_targets(three, 3, 16384, t) == PLANNER_OK);
+	CHECK(t[0] == 5462 && t[1] == 5461 && t[2] == 5461);
+	/* weights 1:2:3 over 10 slots: quotas 1.67, 3.33, 5 -> 2, 3, 5 */
+	CHECK(planner_slot_targets(mixed, 4, 10, t) == PLANNER_OK);
+	CHECK(t[0] == 2 && t[1] == 3 && t[2] == 0 && t[3] == 5);
+	/* one slot, three equal shards: the lowest index gets it */
+	CHECK(planner_slot_targets(three, 3, 1, t) == PLANNER_OK);
+	CHECK(t[0] == 1 && t[1] == 0 && t[2] == 0);
+	CHECK(planner_slot_targets(three, 3, 2, t) == PLANNER_OK);
+	CHECK(t[0] == 1 && t[1] == 1 && t[2] == 0);
+
+	CHECK(planner_slot_targets(none, 2, 10, t) == PLANNER_NO_ACTIVE_SHARD);
+	CHECK(planner_slot_targets(nan_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
+	CHECK(planner_slot_targets(neg_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
+	CHECK(planner_slot_targets(bad_state, 1, 10, t) == PLANNER_BAD_STATE);
+	CHECK(planner_slot_targets(three, 0, 10, t) == PLANNER_BAD_SHARD_COUNT);
+	CHECK(planner_slot_targets(three, 3, 0, t) == PLANNER_BAD_SLOT_COUNT);
+	CHECK(planner_slot_targets(three, 3, PLANNER_MAX_SLOTS + 1, t) == PLANNER_BAD_SLOT_COUNT);
+	CHECK(planner_slot_targets(three, 3, PLANNER_MAX_SLOTS, t) == PLANNER_OK);
+	CHECK(strcmp(planner_status_message(PLANNER_BAD_OWNER), "slot owner is not a shard") == 0);
+
+	/* random weights: targets sum to slot_count and are within 1 of quota */
+	for (int round = 0; round < 2000; round++)
+	{
+		directory	dir;
+		int32_t    *tg;
+		int64_t		sum = 0;
+		double		wsum = 0;
+		int			ok = 1;
+
+		random_directory(&dir, 40, 1 + rng_below(rng_below(2) ? 100 : PLANNER_MAX_SLOTS));
+		tg = malloc(sizeof(int32_t) * (size_t) dir.nshards);
+		CHECK(planner_slot_targets(dir.shards, dir.nshards, dir.slot_count, tg) == PLANNER_OK);
+		for (int32_t i = 0; i < dir.nshards; i++)
+			if (dir.shards[i].state == PLANNER_ACTIVE)
+				wsum += dir.shards[i].weight;
+		for (int32_t i = 0; i < dir.nshards; i++)
+		{
+			double		quota = dir.shards[i].state == PLANNER_ACTIVE ?
+			(double) dir.slot_count * dir.shards[i].weight / wsum : 0;
+
+			sum += tg[i];
+			if (fabs(tg[i] - quota) >= 1.0 + 1e-9)
+				ok = 0;
+			if (dir.shards[i].state != PLANNER_ACTIVE && tg[i] != 0)
+				ok = 0;
+		}
+		CHECK(ok && sum == dir.slot_count);
+		free(tg);
+		directory_free(&dir);
+	}
+}
+
+/* ---- 'slots' ---- */
+
+static int32_t
+plan_slots(const directory *dir, planner_move **moves, int32_t *targets)
+{
+	void	   *work = malloc(planner_slots_work_size(dir->nshards, dir->slot_count));
+	int32_t		n = -1;
+	planner_status status;
+
+	*moves = malloc(sizeof(planner_move) * (size_t) dir->slot_count);
+	status = planner_plan_slots(dir->owners, dir->slot_count, dir->shards, dir->nshards,
+								work, *moves, &n, targets);
+	free(work);
+	CHECK(status == PLANNER_OK);
+	return status == PLANNER_OK ? n : -1;
+}
+
+static void
+test_worked_example(void)
+{
+	planner_shard shards[4] = {{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE},
+	{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+	directory	dir = {4, 16384, shards, NULL};
+	planner_move *moves;
+	int32_t		targets[4];
+	int32_t		from[4] = {0};
+	int32_t		first_slot[3] = {0, 5462, 10923};
+	int32_t		seen[3] = {0};
+	int32_t		n;
+	int			lowest_first = 1;
+
+	/* three equal shards as chash_create_directory lays them out, plus a 4th */
+	dir.owners = malloc(sizeof(int32_t) * 16384);
+	for (int32_t s = 0; s < 16384; s++)
+		dir.owners[s] = s < 5462 ? 0 : s < 10923 ? 1 : 2;
+	n = plan_slots(&dir, &moves, targets);
+	CHECK_EQ_I64(n, 4096);
+	CHECK(targets[0] == 4096 && targets[1] == 4096 && targets[2] == 4096 && targets[3] == 4096);
+	for (int32_t k = 0; k < n; k++)
+	{
+		from[moves[k].from]++;
+		if (moves[k].to != 3 || moves[k].slot != first_slot[moves[k].from] + seen[moves[k].from]++)
+			lowest_first = 0;
+	}
+	CHECK_EQ_I64(from[0], 1366);
+	CHECK_EQ_I64(from[1], 1365);
+	CHECK_EQ_I64(from[2], 1365);
+	CHECK_EQ_I64(from[3], 0);
+	CHECK(lowest_first);
+	/* largest excess first: shard 0 (1,366 over) gives the first slot */
+	CHECK(moves[0].from == 0 && moves[0].slot == 0);
+	CHECK(moves[1].from == 0 && moves[1].slot == 1);	/* tie at 1,365: lower index */
+	CHECK(moves[2].from == 1 && moves[2].slot == 5462);
+	CHECK(moves[3].from == 2 && moves[3].slot == 10923);
+	free(moves);
+
+	/* already balanced: no moves */
+	for (int32_t s = 0; s < 16384; s++)
+		dir.owners[s] = s / 4096;
+	n = plan_slots(&dir, &moves, targets);
+	CHECK_EQ_I64(n, 0);
+	free(moves);
+
+	/* draining the 4th sends its 4,096 back, lowest first, 1,366 to shard 0 */
+	shards[3].state = PLANNER_DRAINING;
+	n = plan_slots(&dir, &moves, targets);
+	CHECK_EQ_I64(n, 4096);
+	CHECK(moves[0].slot == 12288 && moves[n - 1].slot == 16383);
+	memset(from, 0, sizeof(from));
+	for (int32_t k = 0; k < n; k++)
+		from[moves[k].to]++;
+	CHECK(from[0] == 1366 && from[1] == 1365 && from[2] == 1365 && from[3] == 0);
+	free(moves);
+	free(dir.owners);
+}
+
+/* Checks every property of a 'slots' plan for dir; returns 1 when all hold. */
+static int
+check_slots_plan(const directory *dir)
+{
+	planner_move *moves;
+	int32_t    *targets = malloc(sizeof(int32_t) * (size_t) dir->nshards);
+	int32_t    *count = calloc((size_t) dir->nshards, sizeof(int32_t));
+	int32_t    *given = calloc((size_t) dir->nshards, sizeof(int32_t));
+	int32_t    *owner = malloc(sizeof(int32_t) * (size_t) dir->slot_count);
+	unsigned char *moved = calloc((size_t) dir->slot_count, 1);
+	int32_t    *start = calloc((size_t) dir->nshards + 1, sizeof(int32_t));
+	int32_t    *by_owner = malloc(sizeof(int32_t) * (size_t) dir->slot_count);
+	int32_t    *fill = malloc(sizeof(int32_t) * (size_t) dir->nshards);
+	int64_t		expected = 0,
+				abs_dev = 0,
+				sq_dev = 0;
+	int32_t		n;
+	int			ok = 1;
+
+	n = plan_slots(dir, &moves, targets);
+	if (n < 0)
+		ok = 0;
+	memcpy(owner, dir->owners, sizeof(int32_t) * (size_t) dir->slot_count);
+	for (int32_t s = 0; s < dir->slot_count; s++)
+		count[owner[s]]++;
+	for (int32_t i = 0; i < dir->nshards; i++)
+	{
+		int64_t		d = count[i] - targets[i];
+
+		expected += d > 0 ? d : 0;
+		abs_dev += d > 0 ? d : -d;
+		sq_dev += d * d;
+	}
+	/* minimal: exactly the sum of excesses */
+	if (n != expected)
+		ok = 0;
+
+	/* slots by original owner, ascending: what "lowest first" means */
+	for (int32_t s = 0; s < dir->slot_count; s++)
+		start[owner[s] + 1]++;
+	for (int32_t i = 0; i < dir->nshards; i++)
+		start[i + 1] += start[i];
+	memcpy(fill, start, sizeof(int32_t) * (size_t) dir->nshards);
+	for (int32_t s = 0; s < dir->slot_count; s++)
+		by_owner[fill[owner[s]]++] = s;
+
+	for (int32_t k = 0; k < n && ok; k++)
+	{
+		planner_move m = moves[k];
+		int64_t		dd,
+					dr,
+					new_abs = 0,
+					new_sq = 0;
+
+		if (m.slot < 0 || m.slot >= dir->slot_count || moved[m.slot] ||
+			owner[m.slot] != m.from || m.from == m.to)
+			ok = 0;
+		/* only from over target to under target, at every step */
+		else if (count[m.from] <= targets[m.from] || count[m.to] >= targets[m.to])
+			ok = 0;
+		/* the donor's lowest-numbered slot not yet given */
+		else if (by_owner[start[m.from] + given[m.from]] != m.slot)
+			ok = 0;
+		if (!ok)
+			break;
+		moved[m.slot] = 1;
+		given[m.from]++;
+		owner[m.slot] = m.to;
+		dd = count[m.from] - targets[m.from];
+		dr = count[m.to] - targets[m.to];
+		count[m.from]--;
+		count[m.to]++;
+		/* every prefix an improvement: |dev| sum down by 2, squares down */
+		new_abs = abs_dev - 2;
+		new_sq = sq_dev - dd * dd - dr * dr + (dd - 1) * (dd - 1) + (dr + 1) * (dr + 1);
+		if (new_sq >= sq_dev)
+			ok = 0;
+		abs_dev = new_abs;
+		sq_dev = new_sq;
+	}
+	/* every shard at its target, draining and retired ones empty */
+	for (int32_t i = 0; i < dir->nshards && ok; i++)
+		if (count[i] != targets[i] ||
+			(dir->shards[i].state != PLANNER_ACTIVE && count[i] != 0))
+			ok = 0;
+	if (ok && abs_dev != 0)
+		ok = 0;
+
+	free(moves);
+	free(targets);
+	free(count);
+	free(given);
+	free(owner);
+	free(moved);
+	free(start);
+	free(by_owner);
+	free(fill);
+	return ok;
+}
+
+static void
+test_slots_properties(void)
+{
+	int			failures = 0;
+
+	for (int round = 0; round < 3000; round++)
+	{
+		directory	dir;
+		int32_t		slots;
+
+		switch (round % 4)
+		{
+			case 0:
+				slots = 1 + rng_below(20);
+				break;
+			case 1:
+				slots = 1 + rng_below(2000);
+				break;
+			case 2:
+				slots = 16384;
+				break;
+			default:
+				slots = 1 + rng_below(65536);
+				break;
+		}
+		random_directory(&dir, round % 3 == 0 ? 5 : 70, slots);
+		if (!check_slots_plan(&dir))
+		{
+			if (failures++ < 5)
+				fprintf(stderr, "slots plan fails: round %d, %d shards, %d slots\n",
+						round, dir.nshards, dir.slot_count);
+		}
+		directory_free(&dir);
+	}
+	/* the largest directories */
+	for (int round = 0; round < 6; round++)
+	{
+		directory	dir;
+
+		random_directory(&dir, round < 3 ? 64 : 1000, PLANNER_MAX_SLOTS);
+		if (!check_slots_plan(&dir))
+			failures++;
+		directory_free(&dir);
+	}
+	CHECK(failures == 0);
+}
+
+static void
+test_slots_bad_input(void)
+{
+	planner_shard shards[2] = {{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+	planner_shard drained[2] = {{1, PLANNER_DRAINING}, {1, PLANNER_RETIRED}};
+	int32_t		owners[4] = {0, 1, 1, 2};
+	planner_move moves[4];
+	int64_t		work[64];
+	int32_t		n = 99;
+
+	CHECK(planner_slots_work_size(2, 4) <= sizeof(work));
+	CHECK(planner_plan_slots(owners, 4, shards, 2, work, moves, &n, NULL) == PLANNER_BAD_OWNER);
+	CHECK(n == 0);
+	owners[3] = -1;
+	CHECK(planner_plan_slots(owners, 4, shards, 2, work, moves, &n, NULL) == PLANNER_BAD_OWNER);
+	owners[3] = 1;
+	CHECK(planner_plan_slots(owners, 4, drained, 2, work, moves, &n, NULL) == PLANNER_NO_ACTIVE_SHARD);
+	CHECK(planner_plan_slots(owners, 0, shards, 2, work, moves, &n, NULL) == PLANNER_BAD_SLOT_COUNT);
+	CHECK(planner_plan_slots(owners, 4, shards, 0, work, moves, &n, NULL) == PLANNER_BAD_SHARD_COUNT);
+	CHECK(planner_plan_slots(owners, 4, shards, 2, work, moves, &n, NULL) == PLANNER_OK);
+	CHECK(n == 1 && moves[0].slot == 1 && moves[0].from == 1 && moves[0].to == 0);
+	CHECK(planner_slots_work_size(0, 4) == 0);
+}
+
+/* ---- 'bytes' ---- */
+
+typedef struct sized_directory
+{
+	directory	dir;
+	double	   *slot_bytes;
+	double	   *fixed;
+} sized_directory;
+
+static void
+random_sizes(sized_directory *sd)
+{
+	int			kind = rng_below(4);
+
+	sd->slot_bytes = malloc(sizeof(double) * (size_t) sd->dir.slot_count);
+	sd->fixed = malloc(sizeof(double) * (size_t) sd->dir.nshards);
+	for (int32_t s = 0; s < sd->dir.slot_count; s++)
+	{
+		double		u = rng_unit();
+
+		switch (kind)
+		{
+			case 0:				/* integers, many empty slots */
+				sd->slot_bytes[s] = rng_below(3) == 0 ? 0 : (double) rng_below(1000);
+				break;
+			case 1:				/* heavy tail */
+				sd->slot_bytes[s] = floor(1000.0 / (u + 1e-4));
+				break;
+			case 2:				/* all equal */
+				sd->slot_bytes[s] = 8192;
+				break;
+			default:			/* fractional (means of unsized tenants) */
+				sd->slot_bytes[s] = u * 12345.678;
+				break;
+		}
+	}
+	for (int32_t i = 0; i < sd->dir.nshards; i++)
+		sd->fixed[i] = rng_below(4) == 0 ? (double) rng_below(100000) : 0;
+}
+
+/*
+ * Checks a 'bytes' plan: slots move once from their owner, non-active
+ * shards end empty (moves off them first, D never up), every later move
+ * lowers D strictly, and at the end no single move lowers D.
+ */
+static int
+check_bytes_plan(const directory *dir, const double *slot_bytes, const double *fixed,
+				 int32_t *out_moves, double *out_before, double *out_after)
+{
+	void	   *work = malloc(planner_bytes_work_size(dir->nshards, dir->slot_count));
+	planner_move *moves = malloc(sizeof(planner_move) * (size_t) dir->slot_count);
+	double	   *load = malloc(sizeof(double) * (size_t) dir->nshards);
+	double	   *target = malloc(sizeof(double) * (size_t) dir->nshards);
+	int32_t    *owner = malloc(sizeof(int32_t) * (size_t) dir->slot_count);
+	unsigned char *moved = calloc((size_t) dir->slot_count, 1);
+	double		total = 0,
+				weight = 0,
+				d_before,
+				d_now;
+	int32_t		n = -1;
+	int			ok = 1,
+				phase1 = 1;
+
+	if (planner_plan_bytes(dir->owners, dir->slot_count, slot_bytes, fixed, dir->shards,
+						   dir->nshards, work, moves, &n) != PLANNER_OK)
+		ok = 0;
+	memcpy(owner, dir->owners, sizeof(int32_t) * (size_t) dir->slot_count);
+	for (int32_t i = 0; i < dir->nshards; i++)
+	{
+		load[i] = fixed[i];
+		if (dir->shards[i].state == PLANNER_ACTIVE)
+			weight += dir->shards[i].weight;
+	}
+	for (int32_t s = 0; s < dir->slot_count; s++)
+		load[owner[s]] += slot_bytes[s];
+	for (int32_t i = 0; i < dir->nshards; i++)
+		total += load[i];
+	for (int32_t i = 0; i < dir->nshards; i++)
+		target[i] = dir->shards[i].state == PLANNER_ACTIVE ?
+			total * dir->shards[i].weight / weight : 0;
+	d_before = d_now = planner_bytes_imbalance(load, dir->shards, dir->nshards);
+
+	for (int32_t k = 0; k < n && ok; k++)
+	{
+		planner_move m = moves[k];
+		double		b,
+					e_from,
+					e_to,
+					delta;
+		int			off_inactive;
+
+		if (m.slot < 0 || m.slot >= dir->slot_count || moved[m.slot] ||
+			owner[m.slot] != m.from || m.from == m.to ||
+			dir->shards[m.to].state != PLANNER_ACTIVE)
+		{
+			ok = 0;
+			break;
+		}
+		b = slot_bytes[m.slot];
+		e_from = load[m.from] - target[m.from];
+		e_to = load[m.to] - target[m.to];
+		/* the exact change of D, from the formula of planner.c */
+		delta = 2 * b * (e_to - e_from + b);
+		off_inactive = dir->shards[m.from].state != PLANNER_ACTIVE;
+		if (off_inactive && !phase1)
+			ok = 0;				/* evacuation comes first */
+		if (!off_inactive)
+			phase1 = 0;
+		if (off_inactive ? delta > 1e-9 * (1 + d_now) : !(b > 0 && delta < 0))
+			ok = 0;
+		moved[m.slot] = 1;
+		owner[m.slot] = m.to;
+		load[m.from] -= b;
+		load[m.to] += b;
+		d_now += delta;
+	}
+	/* nothing left on draining or retired shards */
+	for (int32_t s = 0; s < dir->slot_count && ok; s++)
+		if (dir->shards[owner[s]].state != PLANNER_ACTIVE)
+			ok = 0;
+	/* a local optimum: no unmoved slot has an improving move */
+	if (ok)
+	{
+		int32_t		r = -1;
+
+		for (int32_t i = 0; i < dir->nshards; i++)
+			if (dir->shards[i].state == PLANNER_ACTIVE &&
+				(r < 0 || load[i] - target[i] < load[r] - target[r]))
+				r = i;
+		for (int32_t s = 0; s < dir->slot_count; s++)
+		{
+			double		gap = (load[owner[s]] - target[owner[s]]) - (load[r] - target[r]);
+
+			if (!moved[s] && slot_bytes[s] > 0 && slot_bytes[s] < gap * (1 - 1e-9) - 1e-6)
+			{
+				ok = 0;
+				break;
+			}
+		}
+	}
+	*out_moves = n;
+	*out_before = d_before;
+	*out_after = planner_bytes_imbalance(load, dir->shards, dir->nshards);
+	if (ok && !(*out_after <= d_before * (1 + 1e-12) + 1e-6))
+		ok = 0;
+	free(work);
+	free(moves);
+	free(load);
+	free(target);
+	free(owner);
+	free(moved);
+	return ok;
+}
+
+static void
+test_bytes_properties(void)
+{
+	int			failures = 0;
+
+	for (int round = 0; round < 1500; round++)
+	{
+		sized_directory sd;
+		int32_t		n;
+		double		before,
+					after;
+
+		random_directory(&sd.dir, round % 2 ? 6 : 50,
+						 1 + rng_below(round % 3 == 0 ? 50 : 5000));
+		random_sizes(&sd);
+		if (!check_bytes_plan(&sd.dir, sd.slot_bytes, sd.fixed, &n, &before, &after))
+		{
+			if (failures++ < 5)
+				fprintf(stderr, "bytes plan fails: round %d, %d shards, %d slots\n",
+						round, sd.dir.nshards, sd.dir.slot_count);
+		}
+		free(sd.slot_bytes);
+		free(sd.fixed);
+		directory_free(&sd.dir);
+	}
+	CHECK(failures == 0);
+}
+
+/*
+ * The issue's case: one pinned tenant holds half the bytes.  Its shard
+ * counts the whale as fixed load, so the plan moves that shard's slots
+ * away and balances the rest among the others; the whale never moves.
+ */
+static void
+test_bytes_pinned_whale(void)
+{
+	planner_shard shards[4] = {{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE},
+	{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+	double		slot_bytes[1024];
+	double		fixed[4] = {0, 0, 0, 0};
+	double		load[4] = {0, 0, 0, 0};
+	int32_t		owners[1024];
+	planner_move moves[1024];
+	void	   *work = malloc(planner_bytes_work_size(4, 1024));
+	double		rest = 0,
+				lo,
+				hi;
+	int32_t		n;
+	int			from_pinned_only = 1;
+
+	for (int32_t s = 0; s < 1024; s++)
+	{
+		owners[s] = s / 256;
+		slot_bytes[s] = 1000 + (double) rng_below(1000);
+		rest += slot_bytes[s];
+	}
+	fixed[0] = rest;			/* the whale: half of all bytes, pinned on 0 */
+	CHECK(planner_plan_bytes(owners, 1024, slot_bytes, fixed, shards, 4, work, moves, &n) == PLANNER_OK);
+	for (int32_t k = 0; k < n; k++)
+	{
+		if (moves[k].from != 0 || moves[k].to == 0)
+			from_pinned_only = 0;
+		owners[moves[k].slot] = moves[k].to;
+	}
+	CHECK(n > 0);
+	CHECK(from_pinned_only);
+	for (int32_t s = 0; s < 1024; s++)
+		load[owners[s]] += slot_bytes[s];
+	lo = hi = load[1];
+	for (int i = 2; i < 4; i++)
+	{
+		lo = load[i] < lo ? load[i] : lo;
+		hi = load[i] > hi ? load[i] : hi;
+	}
+	/* the whale's shard keeps less than one slot's worth beside it */
+	CHECK(load[0] < 2000);
+	/* the other three within a slot of each other */
+	CHECK(hi - lo <= 2000);
+	free(work);
+}
+
+static void
+test_bytes_bad_input(void)
+{
+	planner_shard shards[2] = {{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+	int32_t		owners[3] = {0, 0, 1};
+	double		bytes[3] = {1, 2, 3};
+	double		fixed[2] = {0, 0};
+	planner_move moves[3];
+	int64_t		work[64];
+	int32_t		n = 5;
+
+	CHECK(planner_bytes_work_size(2, 3) <= sizeof(work));
+	bytes[1] = -1;
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_BAD_BYTES);
+	CHECK(n == 0);
+	bytes[1] = INFINITY;
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_BAD_BYTES);
+	bytes[1] = 2;
+	fixed[1] = NAN;
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_BAD_BYTES);
+	fixed[1] = 0;
+	owners[2] = 2;
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_BAD_OWNER);
+	owners[2] = 1;
+	/* loads 3 and 3: balanced, nothing to do */
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_OK);
+	CHECK(n == 0);
+	/* loads 6 and 0: gap 6, the slot closest to 3 is slot 2 (3 bytes) */
+	owners[2] = 0;
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_OK);
+	CHECK(n == 1 && moves[0].slot == 2 && moves[0].from == 0 && moves[0].to == 1);
+	/* no sizes at all: nothing moves (every slot is 0 bytes) */
+	bytes[0] = bytes[1] = bytes[2] = 0;
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_OK);
+	CHECK(n == 0);
+	/* ... except off a draining shard */
+	shards[0].state = PLANNER_DRAINING;
+	CHECK(planner_plan_bytes(owners, 3, bytes, fixed, shards, 2, work, moves, &n) == PLANNER_OK);
+	CHECK(n == 3 && moves[0].slot == 0 && moves[1].slot == 1 && moves[2].slot == 2 && moves[0].to == 1);
+}
+
+/* ---- speed ---- */
+
+static double
+seconds_since(clock_t start)
+{
+	return (double) (clock() - start) / CLOCKS_PER_SEC;
+}
+
+static void
+test_speed(void)
+{
+	planner_shard shards[64];
+	int32_t    *owners = malloc(sizeof(int32_t) * PLANNER_MAX_SLOTS);
+	double	   *bytes = malloc(sizeof(double) * PLANNER_MAX_SLOTS);
+	double		fixed[64] = {0};
+	planner_move *moves = malloc(sizeof(planner_move) * PLANNER_MAX_SLOTS);
+	void	   *work = malloc(planner_bytes_work_size(64, PLANNER_MAX_SLOTS) +
+							  planner_slots_work_size(64, PLANNER_MAX_SLOTS));
+	int32_t		n;
+	clock_t		start;
+	double		slots_time,
+				bytes_time;
+
+	/* 63 equal shards in contiguous ranges, a 64th joins */
+	for (int i = 0; i < 64; i++)
+	{
+		shards[i].weight = 1;
+		shards[i].state = PLANNER_ACTIVE;
+	}
+	for (int32_t s = 0; s < PLANNER_MAX_SLOTS; s++)
+	{
+		owners[s] = (int32_t) ((int64_t) s * 63 / PLANNER_MAX_SLOTS);
+		bytes[s] = (double) rng_below(1 << 20);
+	}
+	start = clock();
+	CHECK(planner_plan_slots(owners, PLANNER_MAX_SLOTS, shards, 64, work, moves, &n, NULL) == PLANNER_OK);
+	slots_time = seconds_since(start);
+	CHECK_EQ_I64(n, PLANNER_MAX_SLOTS / 64);
+	start = clock();
+	CHECK(planner_plan_bytes(owners, PLANNER_MAX_SLOTS, bytes, fixed, shards, 64, work, moves, &n) == PLANNER_OK);
+	bytes_time = seconds_since(start);
+	CHECK(n > 0);
+	fprintf(stderr, "speed: 'slots' plan of 1,048,576 slots over 64 shards: %.1f ms\n",
+			slots_time * 1000);
+	fprintf(stderr, "speed: 'bytes' plan of 1,048,576 slots over 64 shards: %.1f ms (%d moves)\n",
+			bytes_time * 1000, n);
+	CHECK(slots_time < 2.0);
+	CHECK(bytes_time < 2.0);
+	free(owners);
+	free(bytes);
+	free(moves);
+	free(work);
+}
+
+void
+unit_main(void)
+{
+	test_targets();
+	test_worked_example();
+	test_slots_bad_input();
+	test_slots_properties();
+	test_bytes_bad_input();
+	test_bytes_pinned_whale();
+	test_bytes_properties();
+	test_speed();
+}
