@@ -1,0 +1,273 @@
+/*
+ * planner.c - chash_plan_rebalance: reads a directory, runs the core
+ * planner (src/core/planner.c), returns the plan (SPEC 3.1)
+ *
+ * The directory is read with three aggregate queries (slot owners as one
+ * int4[], tenants per slot, pinned bytes per shard) rather than row by row,
+ * so planning 1,048,576 slots stays well under a second.  Shards are
+ * numbered in byte order of their names (COLLATE "C"), which is how the
+ * core's "lower index" becomes SPEC's "lower shard name" on every machine.
+ */
+#include "chash.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "planner.h"
+
+PG_FUNCTION_INFO_V1(chash_plan_rebalance);
+
+typedef struct plan_input
+{
+	int32		slot_count;
+	int32		nshards;
+	char	  **names;
+	planner_shard *shards;
+	int32	   *owners;
+	int64	   *slot_tenants;	/* unpinned tenants with a size, per slot */
+	double	   *slot_bytes;		/* their bytes, per slot */
+	double	   *fixed_bytes;	/* pinned tenants' bytes, per shard */
+} plan_input;
+
+/* The quoted schema of the extension: the schema of the calling function. */
+static char *
+extension_schema(FunctionCallInfo fcinfo)
+{
+	Oid			nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+
+	return pstrdup(quote_identifier(get_namespace_name(nsp)));
+}
+
+static void
+spi_exec(const char *sql, Datum directory)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {directory};
+	int			rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 0);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+}
+
+static Datum
+spi_value(int row, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+/*
+ * Reads everything the planner needs.  Values are copied into the
+ * caller's memory context (SPI's is gone after SPI_finish).
+ */
+static void
+read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	Datum		dir = PointerGetDatum(directory);
+	char	   *schema = extension_schema(fcinfo);
+	StringInfoData sql;
+	bool		isnull;
+	ArrayType  *owners;
+	int64		count;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	initStringInfo(&sql);
+
+	appendStringInfo(&sql, "SELECT slot_count FROM %s.chash_directory WHERE name = $1", schema);
+	spi_exec(sql.data, dir);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("directory \"%s\" does not exist", text_to_cstring(directory))));
+	in->slot_count = DatumGetInt32(spi_value(0, 1, &isnull));
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT shard, weight, state FROM %s.chash_shard WHERE directory = $1 "
+					 "ORDER BY shard COLLATE \"C\"", schema);
+	spi_exec(sql.data, dir);
+	in->nshards = (int32) SPI_processed;
+	if (in->nshards == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("directory \"%s\" has no shards", text_to_cstring(directory))));
+	in->names = MemoryContextAlloc(outer, sizeof(char *) * in->nshards);
+	in->shards = MemoryContextAlloc(outer, sizeof(planner_shard) * in->nshards);
+	for (int32 i = 0; i < in->nshards; i++)
+	{
+		char	   *state;
+
+		in->names[i] = MemoryContextStrdup(outer,
+										   TextDatumGetCString(spi_value(i, 1, &isnull)));
+		in->shards[i].weight = DatumGetFloat8(spi_value(i, 2, &isnull));
+		state = TextDatumGetCString(spi_value(i, 3, &isnull));
+		in->shards[i].state = strcmp(state, "active") == 0 ? PLANNER_ACTIVE :
+			strcmp(state, "draining") == 0 ? PLANNER_DRAINING : PLANNER_RETIRED;
+	}
+
+	/* Owners as shard indexes, in slot order, in one array. */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT pg_catalog.count(*), "
+					 "       pg_catalog.array_agg(k.i ORDER BY s.slot), pg_catalog.max(s.slot) "
+					 "FROM %s.chash_slot s "
+					 "JOIN (SELECT shard, (pg_catalog.row_number() OVER (ORDER BY shard COLLATE \"C\"))::int4 - 1 AS i "
+					 "      FROM %s.chash_shard WHERE directory = $1) k ON k.shard = s.shard "
+					 "WHERE s.directory = $1", schema, schema);
+	spi_exec(sql.data, dir);
+	count = DatumGetInt64(spi_value(0, 1, &isnull));
+	if (count != in->slot_count ||
+		DatumGetInt32(spi_value(0, 3, &isnull)) != in->slot_count - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("directory \"%s\" has %lld slot owners for %d slots",
+						text_to_cstring(directory), (long long) count, in->slot_count)));
+	owners = DatumGetArrayTypeP(spi_value(0, 2, &isnull));
+	in->owners = MemoryContextAlloc(outer, sizeof(int32) * in->slot_count);
+	memcpy(in->owners, ARR_DATA_PTR(owners), sizeof(int32) * in->slot_count);
+
+	/*
+	 * Measured tenants that move with their slot.  Pinned tenants never
+	 * move with a slot: they count on their pinned shard, those without a
+	 * size as the mean of the measured ones.
+	 */
+	in->slot_tenants = MemoryContextAllocZero(outer, sizeof(int64) * in->slot_count);
+	in->slot_bytes = MemoryContextAllocHuge(outer, sizeof(double) * in->slot_count);
+	memset(in->slot_bytes, 0, sizeof(double) * in->slot_count);
+	in->fixed_bytes = MemoryContextAllocZero(outer, sizeof(double) * in->nshards);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT %s.chash_slot($1, t.tenant) AS slot, pg_catalog.count(*), "
+					 "       pg_catalog.sum(t.bytes)::float8 "
+					 "FROM %s.chash_tenant_size t "
+					 "WHERE t.directory = $1 AND NOT EXISTS "
+					 "  (SELECT FROM %s.chash_override o WHERE o.directory = $1 AND o.tenant = t.tenant) "
+					 "GROUP BY 1", schema, schema, schema);
+	spi_exec(sql.data, dir);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		int32		slot = DatumGetInt32(spi_value(r, 1, &isnull));
+
+		if (slot < 0 || slot >= in->slot_count)
+			continue;
+		in->slot_tenants[slot] = DatumGetInt64(spi_value(r, 2, &isnull));
+		in->slot_bytes[slot] = DatumGetFloat8(spi_value(r, 3, &isnull));
+	}
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT k.i, pg_catalog.sum(pg_catalog.coalesce(t.bytes::float8, m.mean, 0)) "
+					 "FROM %s.chash_override o "
+					 "JOIN (SELECT shard, (pg_catalog.row_number() OVER (ORDER BY shard COLLATE \"C\"))::int4 - 1 AS i "
+					 "      FROM %s.chash_shard WHERE directory = $1) k ON k.shard = o.shard "
+					 "LEFT JOIN %s.chash_tenant_size t ON t.directory = $1 AND t.tenant = o.tenant "
+					 "CROSS JOIN (SELECT pg_catalog.avg(bytes)::float8 AS mean "
+					 "            FROM %s.chash_tenant_size WHERE directory = $1) m "
+					 "WHERE o.directory = $1 GROUP BY k.i", schema, schema, schema, schema);
+	spi_exec(sql.data, dir);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		int32		i = DatumGetInt32(spi_value(r, 1, &isnull));
+
+		in->fixed_bytes[i] = DatumGetFloat8(spi_value(r, 2, &isnull));
+	}
+
+	SPI_finish();
+}
+
+static void
+report_planner_status(planner_status status, text *directory)
+{
+	if (status == PLANNER_OK)
+		return;
+	if (status == PLANNER_NO_ACTIVE_SHARD)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("directory \"%s\" has no active shard", text_to_cstring(directory)),
+				 errdetail("Draining and retired shards target zero slots; some shard must take them."),
+				 errhint("Add a shard or set one back to \"active\".")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("directory \"%s\" cannot be planned: %s",
+					text_to_cstring(directory), planner_status_message(status))));
+}
+
+Datum
+chash_plan_rebalance(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	text	   *directory;
+	char	   *strategy;
+	int32		max_moves = -1;
+	plan_input	in;
+	planner_move *moves;
+	int32		nmoves;
+	planner_status status;
+	void	   *work;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();		/* an empty result, as from STRICT */
+	directory = PG_GETARG_TEXT_PP(0);
+	strategy = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (strcmp(strategy, "slots") != 0 && strcmp(strategy, "bytes") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized rebalance strategy \"%s\"", strategy),
+				 errhint("Valid strategies are \"slots\" and \"bytes\".")));
+	if (!PG_ARGISNULL(2))
+	{
+		max_moves = PG_GETARG_INT32(2);
+		if (max_moves < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_moves must be at least 1"),
+					 errdetail("The value given was %d.", max_moves),
+					 errhint("Pass NULL for the whole plan.")));
+	}
+
+	InitMaterializedSRF(fcinfo, 0);
+	read_directory(fcinfo, directory, &in);
+
+	moves = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(planner_move) * in.slot_count);
+	if (strcmp(strategy, "slots") == 0)
+	{
+		work = MemoryContextAllocHuge(CurrentMemoryContext,
+									  planner_slots_work_size(in.nshards, in.slot_count));
+		status = planner_plan_slots(in.owners, in.slot_count, in.shards, in.nshards,
+									work, moves, &nmoves, NULL);
+	}
+	else
+	{
+		work = MemoryContextAllocHuge(CurrentMemoryContext,
+									  planner_bytes_work_size(in.nshards, in.slot_count));
+		status = planner_plan_bytes(in.owners, in.slot_count, in.slot_bytes, in.fixed_bytes,
+									in.shards, in.nshards, work, moves, &nmoves);
+	}
+	report_planner_status(status, directory);
+	if (max_moves >= 0 && nmoves > max_moves)
+		nmoves = max_moves;
+
+	for (int32 k = 0; k < nmoves; k++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+		planner_move m = moves[k];
+
+		values[0] = Int32GetDatum(k + 1);
+		values[1] = Int32GetDatum(m.slot);
+		values[2] = CStringGetTextDatum(in.names[m.from]);
+		values[3] = CStringGetTextDatum(in.names[m.to]);
+		values[4] = Int64GetDatum(in.slot_tenants[m.slot]);
+		values[5] = Int64GetDatum((int64) llround(in.slot_bytes[m.slot]));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
