@@ -1,0 +1,448 @@
+-- ---------------------------------------------------------------------------
+-- Migrations: saved plans carried out step by step (SPEC 3.2)
+--
+-- A step goes pending -> copying (claim) -> fenced (fence) -> done
+-- (complete), or back to pending (release), or to cancelled.  Ownership
+-- changes only in chash_step_complete, in the same transaction as the
+-- step's state, so a crash at any point leaves every slot with exactly one
+-- owner and the migration resumable.
+--
+-- Locks.  Every change to a step, a migration, a slot or an override
+-- bumps the directory's version (51_directory_integrity), which updates
+-- the directory row; so each function here first locks that row (FOR NO
+-- KEY UPDATE), then the migration, then step rows.  One order everywhere:
+-- no two of these functions can deadlock, and state changes of one
+-- directory's migration take turns (they are short; workers copy data
+-- between them, in their own transactions).  That also makes "one
+-- unfinished migration per directory" and "the last complete marks the
+-- migration done" exact.  Claims still use SKIP LOCKED, so a step locked
+-- by anyone else (direct DML, a transaction that claimed and has not
+-- committed) is never handed out twice.  The functions are meant for READ
+-- COMMITTED; under REPEATABLE READ a concurrent change shows up as a
+-- retryable 40001.
+-- ---------------------------------------------------------------------------
+
+-- Claims look for the first pending step; without this index that scan
+-- passes every finished step, and a long migration turns quadratic.
+CREATE INDEX chash_migration_step_pending ON @extschema@.chash_migration_step (migration, step)
+    WHERE state = 'pending';
+
+-- The directory row, locked; 42704 when there is none.
+CREATE FUNCTION @extschema@.chash_migration_lock_directory(directory text) RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+BEGIN
+    PERFORM FROM @extschema@.chash_directory d WHERE d.name = $1 FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'directory "%" does not exist', $1 USING ERRCODE = '42704';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_lock_directory(text) IS
+    'internal: locks a directory against a second migration starting at the same time';
+
+-- The directory of a migration, its row locked; 42704 when there is none.
+CREATE FUNCTION @extschema@.chash_migration_lock(migration bigint) RETURNS text
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    dir text;
+BEGIN
+    SELECT m.directory INTO dir FROM @extschema@.chash_migration m WHERE m.id = $1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'migration % does not exist', $1 USING ERRCODE = '42704';
+    END IF;
+    PERFORM @extschema@.chash_migration_lock_directory(dir);
+    RETURN dir;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_lock(bigint) IS
+    'internal: locks the directory of a migration and returns its name';
+
+-- 55006 when the directory has an unfinished migration.
+CREATE FUNCTION @extschema@.chash_migration_check_none_running(directory text) RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    running bigint;
+BEGIN
+    SELECT m.id INTO running FROM @extschema@.chash_migration m
+     WHERE m.directory = $1 AND m.status = 'running' ORDER BY m.id LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'directory "%" already has an unfinished migration', $1
+            USING ERRCODE = '55006',
+                  DETAIL = pg_catalog.format('Migration %s is running.', running),
+                  HINT = 'Finish its steps, or cancel it with chash_migration_cancel().';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_check_none_running(text) IS
+    'internal: raises 55006 when the directory already has a running migration';
+
+-- A migration without steps is done at once.
+CREATE FUNCTION @extschema@.chash_migration_finish_if_empty(migration bigint) RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+BEGIN
+    PERFORM FROM @extschema@.chash_migration_step s WHERE s.migration = $1;
+    IF NOT FOUND THEN
+        UPDATE @extschema@.chash_migration m
+           SET status = 'done', finished_at = pg_catalog.now() WHERE m.id = $1;
+        RAISE NOTICE 'migration % has nothing to move: it is done', $1;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_finish_if_empty(bigint) IS
+    'internal: marks a migration without steps done';
+
+CREATE FUNCTION @extschema@.chash_migration_start(directory text, strategy text DEFAULT 'slots',
+                                                  max_moves int DEFAULT NULL)
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    id bigint;
+BEGIN
+    IF $1 IS NULL OR $2 IS NULL THEN
+        RETURN NULL;
+    END IF;
+    PERFORM @extschema@.chash_migration_lock_directory($1);
+    PERFORM @extschema@.chash_migration_check_none_running($1);
+    INSERT INTO @extschema@.chash_migration AS m (directory, kind, strategy)
+         VALUES ($1, 'rebalance', $2) RETURNING m.id INTO id;
+    INSERT INTO @extschema@.chash_migration_step (migration, step, slot, from_shard, to_shard)
+         SELECT id, p.step, p.slot, p.from_shard, p.to_shard
+           FROM @extschema@.chash_plan_rebalance($1, $2, $3) p;
+    PERFORM @extschema@.chash_migration_finish_if_empty(id);
+    RETURN id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_start(text, text, int) IS
+    'saves the rebalance plan as a running migration and returns its id; one unfinished migration per directory';
+
+CREATE FUNCTION @extschema@.chash_migration_move_tenant(directory text, tenant text, to_shard text)
+    RETURNS bigint
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    id bigint;
+    canonical text;
+    from_shard text;
+    target_state text;
+BEGIN
+    PERFORM @extschema@.chash_migration_lock_directory($1);
+    PERFORM @extschema@.chash_migration_check_none_running($1);
+    SELECT s.state INTO target_state FROM @extschema@.chash_shard s
+     WHERE s.directory = $1 AND s.shard = $3;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'shard "%" does not exist in directory "%"', $3, $1
+            USING ERRCODE = '42704';
+    END IF;
+    IF target_state <> 'active' THEN
+        RAISE EXCEPTION 'shard "%" is not active', $3
+            USING ERRCODE = '55000',
+                  DETAIL = pg_catalog.format('Its state is "%s"; tenants can only move to an active shard.', target_state);
+    END IF;
+    -- canonical form (22P02 for a tenant that is not of the key type)
+    SELECT e.tenant, e.shard INTO canonical, from_shard FROM @extschema@.chash_route_explain($1, $2) e;
+    IF from_shard = $3 THEN
+        RAISE EXCEPTION 'tenant "%" already routes to shard "%"', canonical, $3
+            USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO @extschema@.chash_migration AS m (directory, kind)
+         VALUES ($1, 'move_tenant') RETURNING m.id INTO id;
+    INSERT INTO @extschema@.chash_migration_step (migration, step, tenant, from_shard, to_shard)
+         VALUES (id, 1, canonical, from_shard, $3);
+    RETURN id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_move_tenant(text, text, text) IS
+    'a one-step migration that moves one tenant to a shard; completing it pins the tenant there';
+
+CREATE FUNCTION @extschema@.chash_step_claim(migration bigint)
+    RETURNS TABLE (step int, slot int, tenant text, from_shard text, to_shard text)
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+#variable_conflict use_column
+DECLARE
+    st text;
+BEGIN
+    PERFORM @extschema@.chash_migration_lock($1);
+    SELECT m.status INTO st FROM @extschema@.chash_migration m WHERE m.id = $1 FOR KEY SHARE;
+    IF st <> 'running' THEN
+        RETURN;                 -- nothing left to claim: the worker stops
+    END IF;
+    RETURN QUERY
+        WITH claimed AS (
+        UPDATE @extschema@.chash_migration_step s
+           SET state = 'copying', started_at = pg_catalog.now(),
+               claimed_by = pg_catalog.concat_ws(' ',
+                   pg_catalog.nullif(pg_catalog.current_setting('application_name'), ''),
+                   'pid ' || pg_catalog.pg_backend_pid())
+          FROM (SELECT p.migration, p.step FROM @extschema@.chash_migration_step p
+                 WHERE p.migration = $1 AND p.state = 'pending'
+                 ORDER BY p.step LIMIT 1
+                   FOR UPDATE SKIP LOCKED) c
+         WHERE s.migration = c.migration AND s.step = c.step
+        RETURNING s.step, s.slot, s.tenant, s.from_shard, s.to_shard)
+        SELECT * FROM claimed;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_step_claim(bigint) IS
+    'claims the next pending step of a migration (pending -> copying); concurrent workers never get the same step';
+
+-- The step row, locked, with its migration's directory and kind.
+CREATE FUNCTION @extschema@.chash_step_lock(migration bigint, step int,
+                                            OUT state text, OUT slot int, OUT tenant text,
+                                            OUT from_shard text, OUT to_shard text,
+                                            OUT directory text, OUT kind text)
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+#variable_conflict use_column
+BEGIN
+    SELECT s.state, s.slot, s.tenant, s.from_shard, s.to_shard, m.directory, m.kind
+      INTO state, slot, tenant, from_shard, to_shard, directory, kind
+      FROM @extschema@.chash_migration_step s
+      JOIN @extschema@.chash_migration m ON m.id = s.migration
+     WHERE s.migration = $1 AND s.step = $2
+       FOR UPDATE OF s;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'step % of migration % does not exist', $2, $1 USING ERRCODE = '42704';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_step_lock(bigint, int) IS
+    'internal: locks a migration step and returns it';
+
+CREATE FUNCTION @extschema@.chash_step_fence(migration bigint, step int) RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    PERFORM @extschema@.chash_migration_lock($1);
+    SELECT * INTO r FROM @extschema@.chash_step_lock($1, $2);
+    IF r.state = 'fenced' THEN
+        RETURN;                 -- a worker retrying after a lost connection
+    END IF;
+    IF r.state <> 'copying' THEN
+        RAISE EXCEPTION 'step % of migration % is not being copied', $2, $1
+            USING ERRCODE = '55000',
+                  DETAIL = pg_catalog.format('Its state is "%s"; only a claimed ("copying") step can be fenced.', r.state);
+    END IF;
+    UPDATE @extschema@.chash_migration_step s SET state = 'fenced'
+     WHERE s.migration = $1 AND s.step = $2;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_step_fence(bigint, int) IS
+    'copying -> fenced: writes to the slot or tenant now get 40001 from chash_route_for_write; reads still go to the old shard';
+
+CREATE FUNCTION @extschema@.chash_step_complete(migration bigint, step int) RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    r record;
+    owner text;
+    slot_owner text;
+BEGIN
+    -- Completes of one directory take turns (the lock), so the last one
+    -- sees every other step done.
+    PERFORM @extschema@.chash_migration_lock($1);
+    SELECT * INTO r FROM @extschema@.chash_step_lock($1, $2);
+    IF r.state = 'done' THEN
+        RETURN;                 -- a worker retrying after a lost connection
+    END IF;
+    IF r.state NOT IN ('copying', 'fenced') THEN
+        RAISE EXCEPTION 'step % of migration % is not in flight', $2, $1
+            USING ERRCODE = '55000',
+                  DETAIL = pg_catalog.format('Its state is "%s"; only a claimed ("copying" or "fenced") step can complete.', r.state);
+    END IF;
+
+    IF r.slot IS NOT NULL THEN
+        UPDATE @extschema@.chash_slot s SET shard = r.to_shard
+         WHERE s.directory = r.directory AND s.slot = r.slot AND s.shard = r.from_shard;
+        IF NOT FOUND THEN
+            SELECT s.shard INTO owner FROM @extschema@.chash_slot s
+             WHERE s.directory = r.directory AND s.slot = r.slot;
+            RAISE EXCEPTION 'slot % of directory "%" is no longer owned by shard "%"',
+                    r.slot, r.directory, r.from_shard
+                USING ERRCODE = '55000',
+                      DETAIL = pg_catalog.format('Its owner is now "%s".', owner),
+                      HINT = 'Release the step or cancel the migration.';
+        END IF;
+    ELSE
+        SELECT o.shard INTO owner FROM @extschema@.chash_override o
+         WHERE o.directory = r.directory AND o.tenant = r.tenant FOR UPDATE;
+        SELECT s.shard INTO slot_owner FROM @extschema@.chash_slot s
+         WHERE s.directory = r.directory AND s.slot = @extschema@.chash_slot(r.directory, r.tenant);
+        IF pg_catalog.coalesce(owner, slot_owner) IS DISTINCT FROM r.from_shard THEN
+            RAISE EXCEPTION 'tenant "%" of directory "%" no longer routes to shard "%"',
+                    r.tenant, r.directory, r.from_shard
+                USING ERRCODE = '55000',
+                      DETAIL = pg_catalog.format('It routes to "%s".', pg_catalog.coalesce(owner, slot_owner)),
+                      HINT = 'Release the step or cancel the migration.';
+        END IF;
+        IF r.kind = 'revert' AND r.to_shard = slot_owner THEN
+            -- undoing a move: the tenant follows its slot again
+            DELETE FROM @extschema@.chash_override o
+             WHERE o.directory = r.directory AND o.tenant = r.tenant;
+        ELSE
+            INSERT INTO @extschema@.chash_override AS o (directory, tenant, shard, note)
+                 VALUES (r.directory, r.tenant, r.to_shard,
+                         pg_catalog.format('moved by migration %s', $1))
+            ON CONFLICT (directory, tenant) DO UPDATE
+                 SET shard = excluded.shard, note = excluded.note;
+        END IF;
+    END IF;
+
+    UPDATE @extschema@.chash_migration_step s
+       SET state = 'done', finished_at = pg_catalog.now()
+     WHERE s.migration = $1 AND s.step = $2;
+    PERFORM FROM @extschema@.chash_migration_step s
+     WHERE s.migration = $1 AND s.state IN ('pending', 'copying', 'fenced');
+    IF NOT FOUND THEN
+        UPDATE @extschema@.chash_migration m
+           SET status = 'done', finished_at = pg_catalog.now()
+         WHERE m.id = $1 AND m.status = 'running';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_step_complete(bigint, int) IS
+    'copying or fenced -> done: ownership moves to the new shard in the same transaction; the migration is done with its last step';
+
+CREATE FUNCTION @extschema@.chash_step_release(migration bigint, step int) RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    PERFORM @extschema@.chash_migration_lock($1);
+    SELECT * INTO r FROM @extschema@.chash_step_lock($1, $2);
+    IF r.state NOT IN ('copying', 'fenced') THEN
+        RAISE EXCEPTION 'step % of migration % is not in flight', $2, $1
+            USING ERRCODE = '55000',
+                  DETAIL = pg_catalog.format('Its state is "%s"; only a claimed ("copying" or "fenced") step can be released.', r.state);
+    END IF;
+    UPDATE @extschema@.chash_migration_step s
+       SET state = 'pending', claimed_by = NULL, started_at = NULL
+     WHERE s.migration = $1 AND s.step = $2;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_step_release(bigint, int) IS
+    'gives a claimed step back (-> pending); nothing else changes';
+
+CREATE FUNCTION @extschema@.chash_migration_cancel(migration bigint) RETURNS void
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    st text;
+BEGIN
+    PERFORM @extschema@.chash_migration_lock($1);
+    SELECT m.status INTO st FROM @extschema@.chash_migration m WHERE m.id = $1 FOR UPDATE;
+    IF st <> 'running' THEN
+        RAISE EXCEPTION 'migration % is not running', $1
+            USING ERRCODE = '55000', DETAIL = pg_catalog.format('Its status is "%s".', st);
+    END IF;
+    -- Steps in flight are cancelled too: their owner never changed, and a
+    -- worker's fence or complete now fails instead of racing the cancel.
+    UPDATE @extschema@.chash_migration_step s
+       SET state = 'cancelled', finished_at = pg_catalog.now()
+     WHERE s.migration = $1 AND s.state IN ('pending', 'copying', 'fenced');
+    UPDATE @extschema@.chash_migration m
+       SET status = 'cancelled', finished_at = pg_catalog.now() WHERE m.id = $1;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_cancel(bigint) IS
+    'stops a migration: steps not done become cancelled, done steps stay done';
+
+CREATE FUNCTION @extschema@.chash_migration_revert(migration bigint) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE STRICT
+    AS $$
+DECLARE
+    dir text;
+    st text;
+    id bigint;
+    bad record;
+BEGIN
+    dir := @extschema@.chash_migration_lock($1);
+    SELECT m.status INTO st FROM @extschema@.chash_migration m WHERE m.id = $1 FOR UPDATE;
+    IF st = 'running' THEN
+        PERFORM @extschema@.chash_migration_cancel($1);
+    END IF;
+    PERFORM @extschema@.chash_migration_check_none_running(dir);
+
+    -- Every done step must still hold: its slot or tenant on its to_shard,
+    -- and its from_shard able to take it back.
+    SELECT s.step, s.slot, s.tenant, s.to_shard, o.shard AS owner INTO bad
+      FROM @extschema@.chash_migration_step s
+      LEFT JOIN @extschema@.chash_slot o
+             ON s.slot IS NOT NULL AND o.directory = dir AND o.slot = s.slot
+     WHERE s.migration = $1 AND s.state = 'done'
+       AND (CASE WHEN s.slot IS NOT NULL THEN o.shard
+                 ELSE @extschema@.chash_route(dir, s.tenant) END) IS DISTINCT FROM s.to_shard
+     ORDER BY s.step LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'migration % cannot be reverted: % has moved since',
+                $1, CASE WHEN bad.slot IS NOT NULL THEN 'slot ' || bad.slot
+                         ELSE pg_catalog.format('tenant "%s"', bad.tenant) END
+            USING ERRCODE = '55000',
+                  DETAIL = pg_catalog.format('Step %s moved it to "%s"; it is on "%s" now.',
+                                             bad.step, bad.to_shard,
+                                             pg_catalog.coalesce(bad.owner, @extschema@.chash_route(dir, bad.tenant)));
+    END IF;
+    SELECT s.step, s.from_shard INTO bad
+      FROM @extschema@.chash_migration_step s
+      JOIN @extschema@.chash_shard sh ON sh.directory = dir AND sh.shard = s.from_shard
+     WHERE s.migration = $1 AND s.state = 'done' AND sh.state = 'retired'
+     ORDER BY s.step LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'migration % cannot be reverted: shard "%" is retired', $1, bad.from_shard
+            USING ERRCODE = '55000',
+                  HINT = 'Set the shard back to "active" or "draining" first.';
+    END IF;
+
+    INSERT INTO @extschema@.chash_migration AS m (directory, kind, reverts)
+         VALUES (dir, 'revert', $1) RETURNING m.id INTO id;
+    -- the moves undone in the reverse order of the plan
+    INSERT INTO @extschema@.chash_migration_step (migration, step, slot, tenant, from_shard, to_shard)
+         SELECT id, pg_catalog.row_number() OVER (ORDER BY s.step DESC),
+                s.slot, s.tenant, s.to_shard, s.from_shard
+           FROM @extschema@.chash_migration_step s
+          WHERE s.migration = $1 AND s.state = 'done';
+    PERFORM @extschema@.chash_migration_finish_if_empty(id);
+    RETURN id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_migration_revert(bigint) IS
+    'a new migration that moves every done step of the given one back (a running one is cancelled first); returns its id';
+
+CREATE VIEW @extschema@.chash_migration_progress AS
+SELECT m.id AS migration, m.directory, m.kind, m.status,
+       c.total, c.done, c.in_flight, c.pending, c.cancelled,
+       pg_catalog.round(100.0 * c.done / pg_catalog.nullif(c.total, 0), 1) AS percent,
+       c.started,
+       pg_catalog.coalesce(m.finished_at, pg_catalog.now()) - c.started AS elapsed,
+       CASE WHEN m.status <> 'running' THEN '0'::interval
+            WHEN c.done > 0 THEN
+                (pg_catalog.now() - c.started) * ((c.in_flight + c.pending)::float8 / c.done)
+       END AS time_left,
+       pg_catalog.format('%s of %s %s%s',
+           pg_catalog.to_char(c.done, 'FM999,999,990'),
+           pg_catalog.to_char(c.total, 'FM999,999,990'),
+           CASE WHEN c.tenants = 0 THEN 'slot' WHEN c.tenants = c.total THEN 'tenant' ELSE 'step' END
+               || CASE WHEN c.total = 1 THEN '' ELSE 's' END,
+           CASE WHEN c.cancelled > 0
+                THEN pg_catalog.format(' (%s cancelled)', pg_catalog.to_char(c.cancelled, 'FM999,999,990'))
+                ELSE '' END) AS summary
+  FROM @extschema@.chash_migration m
+ CROSS JOIN LATERAL (
+       SELECT pg_catalog.count(*) AS total,
+              pg_catalog.count(*) FILTER (WHERE s.state = 'done') AS done,
+              pg_catalog.count(*) FILTER (WHERE s.state IN ('copying', 'fenced')) AS in_flight,
+              pg_catalog.count(*) FILTER (WHERE s.state = 'pending') AS pending,
+              pg_catalog.count(*) FILTER (WHERE s.state = 'cancelled') AS cancelled,
+              pg_catalog.count(*) FILTER (WHERE s.tenant IS NOT NULL) AS tenants,
+              pg_catalog.min(s.started_at) AS started
+         FROM @extschema@.chash_migration_step s WHERE s.migration = m.id) c;
+COMMENT ON VIEW @extschema@.chash_migration_progress IS
+    'per migration: steps done, in flight, pending and cancelled, elapsed time since the first claim, an estimate of the time left, and "1,200 of 4,096 slots"';
