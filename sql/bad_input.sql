@@ -40,3 +40,111 @@ SELECT chash_redis_same_slot('{}');     -- no keys: nothing can cross slots
 -- Values that are not of the argument's type never reach the functions.
 SELECT bad($$SELECT chash_pg_partition('not-a-uuid'::uuid, 4)$$);
 SELECT bad($$SELECT chash_jump(1::bigint, 4294967296)$$);
+
+-- ---------------------------------------------------------------------------
+-- The planner and migrations (SPEC 3.1, 3.2).  Migration ids depend on what
+-- ran before, so messages show them as N.
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION bad_migration(statement text) RETURNS text LANGUAGE sql AS
+$$ SELECT regexp_replace(bad(statement), '([Mm]igration) [0-9]+', '\1 N', 'g') $$;
+SELECT chash_create_directory('bad_plan', ARRAY['a', 'b'], 8);
+SELECT chash_add_shard('bad_plan', 'c');
+
+-- NULL arguments: no rows or NULL, never an error.
+SELECT count(*) FROM chash_plan_rebalance(NULL);
+SELECT count(*) FROM chash_plan_rebalance('bad_plan', NULL);
+SELECT count(*) FROM chash_whales('bad_plan', NULL);
+SELECT chash_measure_tenants(NULL, 'pg_class', 'relname'), chash_migration_start(NULL),
+       chash_migration_move_tenant('bad_plan', NULL, 'a'), chash_migration_revert(NULL);
+SELECT count(*) FROM chash_step_claim(NULL);
+
+-- chash_plan_rebalance
+SELECT bad($$SELECT * FROM chash_plan_rebalance('nope')$$);
+SELECT bad($$SELECT * FROM chash_plan_rebalance('bad_plan', 'tenants')$$);
+SELECT bad($$SELECT * FROM chash_plan_rebalance('bad_plan', 'SLOTS')$$);
+SELECT bad($$SELECT * FROM chash_plan_rebalance('bad_plan', 'slots', 0)$$);
+SELECT bad($$SELECT * FROM chash_plan_rebalance('bad_plan', 'bytes', -1)$$);
+SELECT chash_create_directory('bad_drained', ARRAY['x'], 4);
+SELECT chash_add_shard('bad_drained', 'y');
+UPDATE chash_shard SET state = 'draining' WHERE directory = 'bad_drained';
+SELECT bad($$SELECT * FROM chash_plan_rebalance('bad_drained')$$);
+SELECT bad($$SELECT chash_migration_start('bad_drained', 'bytes')$$);
+
+-- chash_whales
+SELECT bad($$SELECT * FROM chash_whales('nope')$$);
+SELECT bad($$SELECT * FROM chash_whales('bad_plan', 0)$$);
+SELECT bad($$SELECT * FROM chash_whales('bad_plan', -0.5)$$);
+SELECT bad($$SELECT * FROM chash_whales('bad_plan', 'NaN')$$);
+SELECT bad($$SELECT * FROM chash_whales('bad_plan', 'Infinity')$$);
+
+-- chash_measure_tenants
+CREATE TABLE bad_rows (tenant text, n int);
+INSERT INTO bad_rows VALUES ('12', 1), ('twelve', 2);
+SELECT chash_create_directory('bad_int', ARRAY['a', 'b'], 4, key_type => 'bigint');
+SELECT bad($$SELECT chash_measure_tenants('nope', 'bad_rows', 'tenant')$$);
+SELECT bad($$SELECT chash_measure_tenants('bad_plan', 'bad_rows', 'missing')$$);
+SELECT bad($$SELECT chash_measure_tenants('bad_plan', 'no_such_table', 'tenant')$$);
+SELECT bad($$SELECT chash_measure_tenants('bad_int', 'bad_rows', 'tenant')$$);
+SELECT count(*) AS nothing_half_measured FROM chash_tenant_size WHERE directory = 'bad_int';
+
+-- chash_migration_start and chash_migration_move_tenant
+SELECT bad($$SELECT chash_migration_start('nope')$$);
+SELECT bad($$SELECT chash_migration_start('bad_plan', 'random')$$);
+SELECT bad($$SELECT chash_migration_start('bad_plan', 'slots', 0)$$);
+SELECT bad($$SELECT chash_migration_move_tenant('nope', 't', 'a')$$);
+SELECT bad($$SELECT chash_migration_move_tenant('bad_plan', 't', 'zz')$$);
+SELECT bad($$SELECT chash_migration_move_tenant('bad_plan', 't', chash_route('bad_plan', 't'))$$);
+SELECT bad($$SELECT chash_migration_move_tenant('bad_int', 'twelve', 'a')$$);
+SELECT bad($$SELECT chash_migration_move_tenant('bad_drained', 't', 'x')$$);
+SELECT count(*) AS no_migration_left_behind FROM chash_migration
+ WHERE directory IN ('bad_plan', 'bad_int', 'bad_drained');
+SELECT chash_migration_start('bad_plan') AS bm \gset
+-- a second unfinished migration of the directory: 55006
+SELECT bad_migration($$SELECT chash_migration_start('bad_plan')$$);
+SELECT bad_migration($$SELECT chash_migration_start('bad_plan', 'bytes', 1)$$);
+SELECT bad_migration($$SELECT chash_migration_move_tenant('bad_plan', 't', 'c')$$);
+
+-- steps: unknown ones, and transitions from the wrong state
+SELECT bad_migration($$SELECT * FROM chash_step_claim(-1)$$);
+SELECT bad_migration(format('SELECT chash_step_fence(%s, 99)', :bm));
+SELECT bad_migration('SELECT chash_step_fence(-1, 1)');
+SELECT bad_migration(format('SELECT chash_step_fence(%s, 1)', :bm));      -- pending
+SELECT bad_migration(format('SELECT chash_step_complete(%s, 1)', :bm));   -- pending
+SELECT bad_migration(format('SELECT chash_step_release(%s, 1)', :bm));    -- pending
+SELECT bad_migration(format('SELECT chash_step_complete(%s, 99)', :bm));
+SELECT bad_migration('SELECT chash_step_release(-1, 1)');
+SELECT step FROM chash_step_claim(:bm);
+SELECT chash_step_complete(:bm, 1);
+SELECT bad_migration(format('SELECT chash_step_fence(%s, 1)', :bm));      -- done
+SELECT bad_migration(format('SELECT chash_step_release(%s, 1)', :bm));    -- done
+-- a slot whose owner changed behind the migration's back
+SELECT step, slot FROM chash_step_claim(:bm) \gset
+UPDATE chash_slot SET shard = 'c' WHERE directory = 'bad_plan' AND slot = :slot;
+SELECT bad_migration(format('SELECT chash_step_complete(%s, %s)', :bm, :step));
+SELECT state FROM chash_migration_step WHERE migration = :bm AND step = :step;
+
+-- cancel and revert
+SELECT bad_migration('SELECT chash_migration_cancel(-1)');
+SELECT bad_migration('SELECT chash_migration_revert(-1)');
+SELECT chash_migration_cancel(:bm);
+SELECT bad_migration(format('SELECT chash_migration_cancel(%s)', :bm));   -- cancelled
+SELECT bad_migration(format('SELECT chash_step_complete(%s, %s)', :bm, :step));
+SELECT bad_migration(format('SELECT chash_step_release(%s, %s)', :bm, :step));
+SELECT count(*) FROM chash_step_claim(:bm);
+-- a revert whose shard to return to has been retired
+SELECT chash_create_directory('bad_retire', ARRAY['a', 'b'], 2);
+SELECT chash_add_shard('bad_retire', 'c');
+SELECT chash_set_shard('bad_retire', 'a', weight => 0.5);
+SELECT chash_migration_start('bad_retire') AS rm \gset
+SELECT step FROM chash_step_claim(:rm);
+SELECT chash_step_complete(:rm, 1);
+SELECT status FROM chash_migration WHERE id = :rm;
+SELECT chash_set_shard('bad_retire', 'a', state => 'retired');
+SELECT bad_migration(format('SELECT chash_migration_revert(%s)', :rm));
+SELECT chash_migration_start('bad_retire') AS done_m \gset
+SELECT bad_migration(format('SELECT chash_migration_cancel(%s)', :done_m));   -- done
+
+DROP TABLE bad_rows;
+DROP FUNCTION bad_migration(text);
+SELECT chash_drop_directory(d)
+  FROM unnest(ARRAY['bad_plan', 'bad_drained', 'bad_int', 'bad_retire']) d;

@@ -15,6 +15,9 @@ EXCEPTION WHEN others THEN
         || CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
 END
 $$;
+-- migration ids depend on what ran before: print them as N
+CREATE FUNCTION bad_migration(statement text) RETURNS text LANGUAGE sql AS
+$$ SELECT regexp_replace(bad(statement), '([Mm]igration) [0-9]+', '\1 N', 'g') $$;
 
 SELECT chash_create_directory('mig', ARRAY['s1', 's2', 's3'], 12);
 SELECT chash_add_shard('mig', 's4');
@@ -48,7 +51,7 @@ SELECT chash_step_fence(:m, 1);
 SELECT chash_step_fence(:m, 1);   -- again: a retrying worker is fine
 SELECT shard, slot_state, moving_to FROM chash_route_explain('mig', :'tenant');
 SELECT chash_route('mig', :'tenant');
-SELECT bad(format('SELECT chash_route_for_write(%L, %L)', 'mig', :'tenant'));
+SELECT bad_migration(format('SELECT chash_route_for_write(%L, %L)', 'mig', :'tenant'));
 SELECT summary, in_flight FROM chash_migration_progress WHERE migration = :m;
 
 -- complete: ownership flips with the step's state
@@ -77,8 +80,8 @@ SELECT total, done, in_flight, pending, percent, summary,
   FROM chash_migration_progress WHERE migration = :m;
 
 -- a second unfinished migration of the same directory is refused (55006)
-SELECT bad($$SELECT chash_migration_start('mig')$$);
-SELECT bad($$SELECT chash_migration_move_tenant('mig', 'x', 's4')$$);
+SELECT bad_migration($$SELECT chash_migration_start('mig')$$);
+SELECT bad_migration($$SELECT chash_migration_move_tenant('mig', 'x', 's4')$$);
 
 -- finish: the migration is done when its last step is
 SELECT step FROM chash_step_claim(:m);
@@ -122,7 +125,7 @@ SELECT status, summary, time_left FROM chash_migration_progress WHERE migration 
 SELECT shard, count(*) FROM chash_slot WHERE directory = 'mig' GROUP BY 1 ORDER BY 1;
 -- the fenced slot is writable again, a worker's late complete fails
 SELECT count(*) FROM chash_route_explain('mig', :'tenant') WHERE slot_state IS NOT NULL;
-SELECT bad(format('SELECT chash_step_complete(%s, 2)', :c));
+SELECT bad_migration(format('SELECT chash_step_complete(%s, 2)', :c));
 SELECT count(*) FROM chash_step_claim(:c);
 -- a new migration picks up where the cancelled one stopped
 SELECT chash_migration_start('mig', max_moves => 1) AS n \gset
@@ -150,7 +153,7 @@ SELECT step FROM chash_step_claim(:a);
 SELECT chash_step_complete(:a, 1);
 UPDATE chash_slot SET shard = 's3'
  WHERE directory = 'mig' AND slot = (SELECT slot FROM chash_migration_step WHERE migration = :a);
-SELECT bad(format('SELECT chash_migration_revert(%s)', :a));
+SELECT bad_migration(format('SELECT chash_migration_revert(%s)', :a));
 
 -- An empty plan makes a migration that is done at once.
 SELECT chash_create_directory('mig_even', ARRAY['a', 'b'], 4);
@@ -165,13 +168,13 @@ SELECT step, slot, tenant, from_shard, to_shard FROM chash_migration_step WHERE 
 SELECT * FROM chash_step_claim(:t);
 SELECT chash_step_fence(:t, 1);
 SELECT shard, source, slot_state, moving_to FROM chash_route_explain('mig', :'tenant');
-SELECT bad(format('SELECT chash_route_for_write(%L, %L)', 'mig', :'tenant'));
+SELECT bad_migration(format('SELECT chash_route_for_write(%L, %L)', 'mig', :'tenant'));
 -- other tenants of the same slot are not fenced
 SELECT t AS neighbour FROM (SELECT 'tenant' || i AS t FROM generate_series(1, 1000) i) x
  WHERE chash_slot('mig', t) = 0 AND t <> :'tenant' LIMIT 1 \gset
 SELECT chash_route_for_write('mig', :'neighbour') = chash_route('mig', :'neighbour') AS writable;
 SELECT chash_step_complete(:t, 1);
-SELECT tenant, shard, note FROM chash_override WHERE directory = 'mig';
+SELECT tenant, shard, note = 'moved by migration ' || :t AS noted FROM chash_override WHERE directory = 'mig';
 SELECT shard, source FROM chash_route_explain('mig', :'tenant');
 SELECT status, summary FROM chash_migration_progress WHERE migration = :t;
 -- reverting a tenant move unpins it when its slot's owner is where it was
@@ -188,7 +191,7 @@ SELECT chash_migration_move_tenant('mig', 'vip', 's4') AS v \gset
 SELECT from_shard, to_shard FROM chash_migration_step WHERE migration = :v;
 SELECT step FROM chash_step_claim(:v);
 SELECT chash_step_complete(:v, 1);
-SELECT shard, note FROM chash_override WHERE directory = 'mig' AND tenant = 'vip';
+SELECT shard, note = 'moved by migration ' || :v AS noted FROM chash_override WHERE directory = 'mig' AND tenant = 'vip';
 -- bigint directories move canonical tenants
 SELECT chash_create_directory('mig_int', ARRAY['a', 'b'], 4, key_type => 'bigint');
 SELECT chash_migration_move_tenant('mig_int', ' 0042', CASE chash_route('mig_int', 42::bigint) WHEN 'a' THEN 'b' ELSE 'a' END) AS i \gset
@@ -201,3 +204,4 @@ SELECT tenant FROM chash_override WHERE directory = 'mig_int';
 SELECT chash_drop_directory(d) FROM unnest(ARRAY['mig', 'mig_even', 'mig_int']) d;
 SELECT count(*) FROM chash_migration;
 SELECT count(*) FROM chash_migration_step;
+DROP FUNCTION bad_migration(text);

@@ -164,7 +164,7 @@ read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in)
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "SELECT k.i, pg_catalog.sum(pg_catalog.coalesce(t.bytes::float8, m.mean, 0)) "
+					 "SELECT k.i, pg_catalog.sum(COALESCE(t.bytes::float8, m.mean, 0)) "
 					 "FROM %s.chash_override o "
 					 "JOIN (SELECT shard, (pg_catalog.row_number() OVER (ORDER BY shard COLLATE \"C\"))::int4 - 1 AS i "
 					 "      FROM %s.chash_shard WHERE directory = $1) k ON k.shard = o.shard "
@@ -213,8 +213,9 @@ chash_plan_rebalance(PG_FUNCTION_ARGS)
 	planner_status status;
 	void	   *work;
 
+	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_NULL();		/* an empty result, as from STRICT */
+		return (Datum) 0;		/* no rows, as from STRICT */
 	directory = PG_GETARG_TEXT_PP(0);
 	strategy = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (strcmp(strategy, "slots") != 0 && strcmp(strategy, "bytes") != 0)
@@ -233,7 +234,6 @@ chash_plan_rebalance(PG_FUNCTION_ARGS)
 					 errhint("Pass NULL for the whole plan.")));
 	}
 
-	InitMaterializedSRF(fcinfo, 0);
 	read_directory(fcinfo, directory, &in);
 
 	moves = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(planner_move) * in.slot_count);

@@ -77,10 +77,7 @@ BEGIN
         RAISE EXCEPTION 'column "%" of relation "%" does not exist', $3, $2::text
             USING ERRCODE = '42703';
     END IF;
-    canonical := CASE kt
-        WHEN 'bigint' THEN pg_catalog.format('(r.%I)::text::bigint::text', $3)
-        WHEN 'uuid' THEN pg_catalog.format('(r.%I)::text::uuid::text', $3)
-        ELSE pg_catalog.format('(r.%I)::text', $3) END;
+    canonical := pg_catalog.format('@extschema@.chash_tenant_canonical(%L, (r.%I)::text)', kt, $3);
     EXECUTE pg_catalog.format(
         'INSERT INTO @extschema@.chash_tenant_size AS ts (directory, tenant, bytes, rows, measured_at)
          SELECT $1, %s, pg_catalog.sum(pg_catalog.pg_column_size(r.*))::bigint,

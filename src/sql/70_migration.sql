@@ -88,7 +88,7 @@ BEGIN
     IF NOT FOUND THEN
         UPDATE @extschema@.chash_migration m
            SET status = 'done', finished_at = pg_catalog.now() WHERE m.id = $1;
-        RAISE NOTICE 'migration % has nothing to move: it is done', $1;
+        RAISE NOTICE 'nothing to move: the migration is done at once';
     END IF;
 END
 $$;
@@ -177,7 +177,7 @@ BEGIN
         UPDATE @extschema@.chash_migration_step s
            SET state = 'copying', started_at = pg_catalog.now(),
                claimed_by = pg_catalog.concat_ws(' ',
-                   pg_catalog.nullif(pg_catalog.current_setting('application_name'), ''),
+                   NULLIF(pg_catalog.current_setting('application_name'), ''),
                    'pid ' || pg_catalog.pg_backend_pid())
           FROM (SELECT p.migration, p.step FROM @extschema@.chash_migration_step p
                  WHERE p.migration = $1 AND p.state = 'pending'
@@ -275,11 +275,11 @@ BEGIN
          WHERE o.directory = r.directory AND o.tenant = r.tenant FOR UPDATE;
         SELECT s.shard INTO slot_owner FROM @extschema@.chash_slot s
          WHERE s.directory = r.directory AND s.slot = @extschema@.chash_slot(r.directory, r.tenant);
-        IF pg_catalog.coalesce(owner, slot_owner) IS DISTINCT FROM r.from_shard THEN
+        IF COALESCE(owner, slot_owner) IS DISTINCT FROM r.from_shard THEN
             RAISE EXCEPTION 'tenant "%" of directory "%" no longer routes to shard "%"',
                     r.tenant, r.directory, r.from_shard
                 USING ERRCODE = '55000',
-                      DETAIL = pg_catalog.format('It routes to "%s".', pg_catalog.coalesce(owner, slot_owner)),
+                      DETAIL = pg_catalog.format('It routes to "%s".', COALESCE(owner, slot_owner)),
                       HINT = 'Release the step or cancel the migration.';
         END IF;
         IF r.kind = 'revert' AND r.to_shard = slot_owner THEN
@@ -388,7 +388,7 @@ BEGIN
             USING ERRCODE = '55000',
                   DETAIL = pg_catalog.format('Step %s moved it to "%s"; it is on "%s" now.',
                                              bad.step, bad.to_shard,
-                                             pg_catalog.coalesce(bad.owner, @extschema@.chash_route(dir, bad.tenant)));
+                                             COALESCE(bad.owner, @extschema@.chash_route(dir, bad.tenant)));
     END IF;
     SELECT s.step, s.from_shard INTO bad
       FROM @extschema@.chash_migration_step s
@@ -416,12 +416,12 @@ $$;
 COMMENT ON FUNCTION @extschema@.chash_migration_revert(bigint) IS
     'a new migration that moves every done step of the given one back (a running one is cancelled first); returns its id';
 
-CREATE VIEW @extschema@.chash_migration_progress AS
+CREATE VIEW @extschema@.chash_migration_progress WITH (security_invoker = true) AS
 SELECT m.id AS migration, m.directory, m.kind, m.status,
        c.total, c.done, c.in_flight, c.pending, c.cancelled,
-       pg_catalog.round(100.0 * c.done / pg_catalog.nullif(c.total, 0), 1) AS percent,
+       pg_catalog.round(100.0 * c.done / NULLIF(c.total, 0), 1) AS percent,
        c.started,
-       pg_catalog.coalesce(m.finished_at, pg_catalog.now()) - c.started AS elapsed,
+       COALESCE(m.finished_at, pg_catalog.now()) - c.started AS elapsed,
        CASE WHEN m.status <> 'running' THEN '0'::interval
             WHEN c.done > 0 THEN
                 (pg_catalog.now() - c.started) * ((c.in_flight + c.pending)::float8 / c.done)
