@@ -22,10 +22,11 @@
 -- retryable 40001.
 -- ---------------------------------------------------------------------------
 
--- Claims look for the first pending step; without this index that scan
--- passes every finished step, and a long migration turns quadratic.
-CREATE INDEX chash_migration_step_pending ON @extschema@.chash_migration_step (migration, step)
-    WHERE state = 'pending';
+-- Unfinished steps: claims look for the first pending one, complete asks
+-- whether any is left.  Without this index both scan every finished step,
+-- and a step would cost more the longer its migration is.
+CREATE INDEX chash_migration_step_unfinished ON @extschema@.chash_migration_step (migration, step)
+    WHERE state IN ('pending', 'copying', 'fenced');
 
 -- The directory row, locked; 42704 when there is none.
 CREATE FUNCTION @extschema@.chash_migration_lock_directory(directory text) RETURNS void
@@ -84,7 +85,8 @@ CREATE FUNCTION @extschema@.chash_migration_finish_if_empty(migration bigint) RE
     LANGUAGE plpgsql VOLATILE STRICT
     AS $$
 BEGIN
-    PERFORM FROM @extschema@.chash_migration_step s WHERE s.migration = $1;
+    -- LIMIT 1: PERFORM runs its query to the end
+    PERFORM FROM @extschema@.chash_migration_step s WHERE s.migration = $1 LIMIT 1;
     IF NOT FOUND THEN
         UPDATE @extschema@.chash_migration m
            SET status = 'done', finished_at = pg_catalog.now() WHERE m.id = $1;
@@ -298,8 +300,10 @@ BEGIN
     UPDATE @extschema@.chash_migration_step s
        SET state = 'done', finished_at = pg_catalog.now()
      WHERE s.migration = $1 AND s.step = $2;
+    -- LIMIT 1: PERFORM runs its query to the end, and this must not cost
+    -- more the more steps are left
     PERFORM FROM @extschema@.chash_migration_step s
-     WHERE s.migration = $1 AND s.state IN ('pending', 'copying', 'fenced');
+     WHERE s.migration = $1 AND s.state IN ('pending', 'copying', 'fenced') LIMIT 1;
     IF NOT FOUND THEN
         UPDATE @extschema@.chash_migration m
            SET status = 'done', finished_at = pg_catalog.now()
