@@ -4,14 +4,17 @@
 -- chash_plan_rebalance is a dry run: it reads the committed directory and
 -- returns the moves; chash_migration_start (70_migration) saves them.
 -- docs/planner.md explains the plans and proves that every prefix of one
--- is an improvement.
+-- is an improvement.  Functions run with the caller's rights; each pins
+-- search_path only so that no object of the caller's can stand in for a
+-- built-in operator or function.
 -- ---------------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.chash_plan_rebalance(directory text, strategy text DEFAULT 'slots',
                                                  max_moves int DEFAULT NULL)
     RETURNS TABLE (step int, slot int, from_shard text, to_shard text, tenants bigint, bytes bigint)
     AS 'MODULE_PATHNAME', 'chash_plan_rebalance'
-    LANGUAGE C STABLE;
+    LANGUAGE C STABLE
+    SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.chash_plan_rebalance(text, text, int) IS
     'dry run of a rebalance: the minimal slot moves (''slots'') or improving moves by measured bytes (''bytes''), in order';
 
@@ -20,6 +23,7 @@ COMMENT ON FUNCTION @extschema@.chash_plan_rebalance(text, text, int) IS
 CREATE FUNCTION @extschema@.chash_whales(directory text, factor float8 DEFAULT 0.5)
     RETURNS TABLE (tenant text, bytes bigint, shard text, share float8)
     LANGUAGE plpgsql STABLE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -61,6 +65,7 @@ COMMENT ON FUNCTION @extschema@.chash_whales(text, float8) IS
 CREATE FUNCTION @extschema@.chash_measure_tenants(directory text, rel regclass, tenant_column name)
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     kt text;

@@ -20,6 +20,10 @@
 -- committed) is never handed out twice.  The functions are meant for READ
 -- COMMITTED; under REPEATABLE READ a concurrent change shows up as a
 -- retryable 40001.
+--
+-- Functions run with the caller's rights (an operator role needs the
+-- table privileges, docs/migrations.md); each pins search_path only so that
+-- no object of the caller's can stand in for a built-in.
 -- ---------------------------------------------------------------------------
 
 -- Unfinished steps: claims look for the first pending one, complete asks
@@ -31,6 +35,7 @@ CREATE INDEX chash_migration_step_unfinished ON @extschema@.chash_migration_step
 -- The directory row, locked; 42704 when there is none.
 CREATE FUNCTION @extschema@.chash_migration_lock_directory(directory text) RETURNS void
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     PERFORM FROM @extschema@.chash_directory d WHERE d.name = $1 FOR NO KEY UPDATE;
@@ -45,6 +50,7 @@ COMMENT ON FUNCTION @extschema@.chash_migration_lock_directory(text) IS
 -- The directory of a migration, its row locked; 42704 when there is none.
 CREATE FUNCTION @extschema@.chash_migration_lock(migration bigint) RETURNS text
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     dir text;
@@ -63,6 +69,7 @@ COMMENT ON FUNCTION @extschema@.chash_migration_lock(bigint) IS
 -- 55006 when the directory has an unfinished migration.
 CREATE FUNCTION @extschema@.chash_migration_check_none_running(directory text) RETURNS void
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     running bigint;
@@ -83,6 +90,7 @@ COMMENT ON FUNCTION @extschema@.chash_migration_check_none_running(text) IS
 -- A migration without steps is done at once.
 CREATE FUNCTION @extschema@.chash_migration_finish_if_empty(migration bigint) RETURNS void
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
     -- LIMIT 1: PERFORM runs its query to the end
@@ -101,6 +109,7 @@ CREATE FUNCTION @extschema@.chash_migration_start(directory text, strategy text 
                                                   max_moves int DEFAULT NULL)
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     id bigint;
@@ -125,6 +134,7 @@ COMMENT ON FUNCTION @extschema@.chash_migration_start(text, text, int) IS
 CREATE FUNCTION @extschema@.chash_migration_move_tenant(directory text, tenant text, to_shard text)
     RETURNS bigint
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     id bigint;
@@ -164,6 +174,7 @@ COMMENT ON FUNCTION @extschema@.chash_migration_move_tenant(text, text, text) IS
 CREATE FUNCTION @extschema@.chash_step_claim(migration bigint)
     RETURNS TABLE (step int, slot int, tenant text, from_shard text, to_shard text)
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -199,6 +210,7 @@ CREATE FUNCTION @extschema@.chash_step_lock(migration bigint, step int,
                                             OUT from_shard text, OUT to_shard text,
                                             OUT directory text, OUT kind text)
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -218,6 +230,7 @@ COMMENT ON FUNCTION @extschema@.chash_step_lock(bigint, int) IS
 
 CREATE FUNCTION @extschema@.chash_step_fence(migration bigint, step int) RETURNS void
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     r record;
@@ -241,6 +254,7 @@ COMMENT ON FUNCTION @extschema@.chash_step_fence(bigint, int) IS
 
 CREATE FUNCTION @extschema@.chash_step_complete(migration bigint, step int) RETURNS void
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     r record;
@@ -316,6 +330,7 @@ COMMENT ON FUNCTION @extschema@.chash_step_complete(bigint, int) IS
 
 CREATE FUNCTION @extschema@.chash_step_release(migration bigint, step int) RETURNS void
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     r record;
@@ -337,6 +352,7 @@ COMMENT ON FUNCTION @extschema@.chash_step_release(bigint, int) IS
 
 CREATE FUNCTION @extschema@.chash_migration_cancel(migration bigint) RETURNS void
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     st text;
@@ -361,6 +377,7 @@ COMMENT ON FUNCTION @extschema@.chash_migration_cancel(bigint) IS
 
 CREATE FUNCTION @extschema@.chash_migration_revert(migration bigint) RETURNS bigint
     LANGUAGE plpgsql VOLATILE STRICT
+    SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     dir text;
