@@ -200,8 +200,44 @@ SELECT step FROM chash_step_claim(:i);
 SELECT chash_step_complete(:i, 1);
 SELECT tenant FROM chash_override WHERE directory = 'mig_int';
 
+-- Privileges: the operator role of docs/directory.md (DML on the directory
+-- tables, the migration id sequence) runs migrations; an application role
+-- (SELECT) can plan and watch progress but not change anything.
+CREATE ROLE regress_chash_mig_app;
+CREATE ROLE regress_chash_mig_operator;
+GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override, chash_tenant_size,
+                chash_migration, chash_migration_step TO regress_chash_mig_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
+      chash_tenant_size, chash_migration, chash_migration_step TO regress_chash_mig_operator;
+GRANT USAGE ON SEQUENCE chash_migration_id_seq TO regress_chash_mig_operator;
+GRANT SELECT ON chash_migration_progress TO regress_chash_mig_app, regress_chash_mig_operator;
+SELECT chash_create_directory('mig_priv', ARRAY['a', 'b'], 8);
+SELECT chash_add_shard('mig_priv', 'c');
+SET ROLE regress_chash_mig_app;
+SELECT count(*) AS app_plans FROM chash_plan_rebalance('mig_priv');
+SELECT bad_migration($$SELECT chash_migration_start('mig_priv')$$);
+RESET ROLE;
+SELECT chash_migration_start('mig_priv') AS p \gset
+SET ROLE regress_chash_mig_app;
+SELECT bad_migration(format('SELECT * FROM chash_step_claim(%s)', :p));
+SELECT summary FROM chash_migration_progress WHERE migration = :p;
+SET ROLE regress_chash_mig_operator;
+SELECT chash_migration_cancel(:p);
+SELECT chash_migration_start('mig_priv') AS p \gset
+SELECT step FROM chash_step_claim(:p);
+SELECT chash_step_fence(:p, 1);
+SELECT chash_step_release(:p, 1);
+SELECT step FROM chash_step_claim(:p);
+SELECT chash_step_complete(:p, 1);
+SELECT chash_migration_revert(:p) IS NOT NULL AS reverted;
+SELECT bad_migration($$SELECT chash_migration_move_tenant('mig_priv', 'x', 'c')$$);
+RESET ROLE;
+SELECT summary FROM chash_migration_progress WHERE directory = 'mig_priv' ORDER BY migration;
+DROP OWNED BY regress_chash_mig_app, regress_chash_mig_operator;
+DROP ROLE regress_chash_mig_app, regress_chash_mig_operator;
+
 -- The whole directory's steps go when it is dropped.
-SELECT chash_drop_directory(d) FROM unnest(ARRAY['mig', 'mig_even', 'mig_int']) d;
+SELECT chash_drop_directory(d) FROM unnest(ARRAY['mig', 'mig_even', 'mig_int', 'mig_priv']) d;
 SELECT count(*) FROM chash_migration;
 SELECT count(*) FROM chash_migration_step;
 DROP FUNCTION bad_migration(text);
