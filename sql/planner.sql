@@ -110,6 +110,26 @@ SELECT chash_pin('sized', 'unmeasured', 's2');
 SELECT count(*) AS moves, sum(bytes) AS bytes FROM chash_plan_rebalance('sized', 'bytes');
 SELECT chash_unpin('sized', 'unmeasured');
 
+-- Carried out, the 'bytes' plan leaves the whale on s1 and the loads as
+-- planned above; planning again finds nothing left to improve.
+SELECT chash_migration_start('sized', 'bytes') AS sized_m \gset
+DO $$
+DECLARE
+    s record;
+BEGIN
+    LOOP
+        SELECT * INTO s FROM chash_step_claim(currval('chash_migration_id_seq'));
+        EXIT WHEN NOT FOUND;
+        PERFORM chash_step_complete(currval('chash_migration_id_seq'), s.step);
+    END LOOP;
+END
+$$;
+SELECT status FROM chash_migration WHERE id = :sized_m;
+SELECT chash_route('sized', 'whale') AS whale_on;
+SELECT chash_route('sized', tenant) AS shard, sum(bytes) AS bytes
+  FROM chash_tenant_size WHERE directory = 'sized' GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS moves_left FROM chash_plan_rebalance('sized', 'bytes');
+
 -- Whales: tenants above factor x (all bytes / active shards).
 SELECT tenant, bytes, shard, round(share::numeric, 3) AS share FROM chash_whales('sized');
 SELECT count(*) FROM chash_whales('sized', 0.001);
