@@ -122,6 +122,22 @@ test_targets(void)
 	CHECK(planner_slot_targets(three, 3, 2, t) == PLANNER_OK);
 	CHECK(t[0] == 1 && t[1] == 1 && t[2] == 0);
 
+	/* an active shard of weight 0 (warming up from zero) targets nothing */
+	{
+		planner_shard warm[3] = {{1, PLANNER_ACTIVE}, {0, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+		int32_t		owners[6] = {1, 1, 1, 0, 2, 2};
+		planner_move moves[6];
+		int64_t		work[64];
+		int32_t		n;
+
+		CHECK(planner_slot_targets(warm, 3, 7, t) == PLANNER_OK);
+		CHECK(t[0] == 4 && t[1] == 0 && t[2] == 3);
+		CHECK(planner_slots_work_size(3, 6) <= sizeof(work));
+		CHECK(planner_plan_slots(owners, 6, warm, 3, work, moves, &n, t) == PLANNER_OK);
+		CHECK(n == 3 && moves[0].from == 1 && moves[1].from == 1 && moves[2].from == 1);
+		CHECK(moves[0].slot == 0 && moves[1].slot == 1 && moves[2].slot == 2);
+		CHECK(moves[0].to == 0 && moves[1].to == 0 && moves[2].to == 2);
+	}
 	CHECK(planner_slot_targets(none, 2, 10, t) == PLANNER_NO_ACTIVE_SHARD);
 	CHECK(planner_slot_targets(nan_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
 	CHECK(planner_slot_targets(neg_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
