@@ -1,0 +1,52 @@
+/*
+ * ketama.c - the ketama ring of libketama (SPEC 2.5)
+ */
+#include "ketama.h"
+
+#include <math.h>
+
+#include "joined_hash.h"
+
+uint32_t
+ketama_digest_count(double weight, double total, int nservers)
+{
+	/*
+	 * libketama: float pct = (float) memory / (float) total;
+	 * floorf(pct * 40.0 * (float) numservers).  The product is taken in
+	 * double (40.0 is a double constant) and rounded to float by floorf's
+	 * parameter; the same C expression here gives the same bits.
+	 */
+	float		pct = (float) weight / (float) total;
+
+	return (uint32_t) floorf(pct * 40.0 * (float) nservers);
+}
+
+void
+ketama_generate_points(md5_digest_fn md5, const char *const *names,
+					   const int *lengths, int nservers,
+					   const uint32_t *digests, char *scratch,
+					   ring_point *points)
+{
+	size_t		p = 0;
+
+	for (int i = 0; i < nservers; i++)
+	{
+		for (uint32_t k = 0; k < digests[i]; k++)
+		{
+			char		digits[DECIMAL_UINT32_MAX_LEN];
+			size_t		ndigits = format_decimal(k, digits);
+			size_t		len = join_bytes(names[i], (size_t) lengths[i], "-", 1,
+										 digits, ndigits, scratch);
+			uint8_t		digest[16];
+
+			md5(scratch, len, digest);
+			for (int h = 0; h < 4; h++)
+			{
+				points[p].position = ketama_word(digest, h);
+				points[p].node = i;
+				points[p].vnode = (int32_t) (4 * k + (uint32_t) h);
+				p++;
+			}
+		}
+	}
+}

@@ -1,0 +1,101 @@
+/*
+ * rendezvous.c - rendezvous / highest-random-weight hashing (SPEC 2.3)
+ */
+#include "rendezvous.h"
+
+#include <math.h>
+
+double
+rendezvous_unit_interval(uint64_t score)
+{
+	uint64_t	n;
+	int			bits;
+	int			shift;
+	uint64_t	kept;
+	uint64_t	dropped;
+	uint64_t	half;
+
+	/*
+	 * With N = S + 1 (1 .. 2^64), the quotient N / (2^64 + 1) lies just
+	 * below N / 2^64, by less than one unit of 2^-64.  Doubles near it
+	 * are spaced by multiples of 2^-64 (or finer), so it rounds exactly as
+	 * N / 2^64 does, except at a tie, where it is just below the midpoint
+	 * and so rounds down.  Hence: round N to 53 significant bits with ties
+	 * going down, then scale by 2^-64 (exact).
+	 */
+	if (score == UINT64_MAX)
+		return 1.0;				/* N = 2^64: 1 - 1/(2^64+1) rounds to 1 */
+	n = score + 1;
+	bits = 64 - __builtin_clzll(n);
+	if (bits <= 53)
+		return ldexp((double) n, -64);
+	shift = bits - 53;
+	kept = n >> shift;
+	dropped = n & ((UINT64_C(1) << shift) - 1);
+	half = UINT64_C(1) << (shift - 1);
+	if (dropped > half)
+		kept++;					/* may reach 2^53: still exact */
+	return ldexp((double) kept, shift - 64);
+}
+
+double
+rendezvous_weighted_bid(uint64_t score, double weight)
+{
+	double		l = log(rendezvous_unit_interval(score));
+
+	if (l == 0.0)
+		return INFINITY;
+	return -weight / l;
+}
+
+/* true when node a (bid ba, score sa) ranks before node b. */
+static inline int
+ranks_before(double ba, uint64_t sa, int a, double bb, uint64_t sb, int b)
+{
+	if (ba != bb)
+		return ba > bb;
+	if (sa != sb)
+		return sa > sb;
+	return a < b;
+}
+
+int
+rendezvous_top(const uint64_t *scores, const double *weights, int n, int k,
+			   double *bids, int32_t *out)
+{
+	int			found = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		double		bid = 0;
+		int			pos;
+
+		if (weights)
+		{
+			if (!(weights[i] > 0))
+				continue;
+			bid = rendezvous_weighted_bid(scores[i], weights[i]);
+			bids[i] = bid;
+		}
+		/* Insertion into the sorted top-k list; k is small. */
+		pos = found;
+		while (pos > 0)
+		{
+			int			j = out[pos - 1];
+			double		bj = weights ? bids[j] : 0;
+
+			if (!ranks_before(bid, scores[i], i, bj, scores[j], j))
+				break;
+			if (pos < k)
+				out[pos] = j;
+			pos--;
+		}
+		if (pos < k)
+		{
+			out[pos] = i;
+			if (found < k)
+				found++;
+		}
+	}
+	return found;
+}

@@ -1,0 +1,88 @@
+/*
+ * ketama.c - SQL wrapper of the libketama ring (SPEC 2.5)
+ */
+#include "chash.h"
+
+#include "fn_cache.h"
+#include "joined_hash.h"
+#include "ketama.h"
+#include "node_set.h"
+#include "ring.h"
+
+PG_FUNCTION_INFO_V1(chash_ketama);
+
+typedef struct KetamaCache
+{
+	ChashNodeSet set;
+	size_t		count;
+	uint64	   *positions;		/* 32-bit points, sorted */
+	int32	   *owners;
+} KetamaCache;
+
+static KetamaCache *
+ketama_cache(FunctionCallInfo fcinfo)
+{
+	ChashFnCache *fc = chash_fn_cache(fcinfo);
+	ChashKeyPart parts[2];
+	MemoryContext old;
+	KetamaCache *c;
+	uint32	   *digests;
+	ring_point *points;
+	char	   *scratch;
+	int			n;
+
+	chash_key_part_varlena(fcinfo, 1, &parts[0]);
+	chash_key_part_varlena(fcinfo, 2, &parts[1]);
+	if (chash_fn_cache_hit(fc, parts, 2))
+		return (KetamaCache *) fc->data;
+
+	old = MemoryContextSwitchTo(chash_fn_cache_rebuild(fc, parts, 2));
+	c = palloc0(sizeof(KetamaCache));
+	chash_node_set_read(fcinfo, 1, "servers", 2, -1, CurrentMemoryContext, &c->set);
+	n = c->set.list.count;
+	digests = palloc(sizeof(uint32) * n);
+	c->count = 0;
+	for (int i = 0; i < n; i++)
+	{
+		/* Without weights libketama's 40 digests each (SPEC 2.5). */
+		digests[i] = c->set.weights ?
+			ketama_digest_count(c->set.weights[i], c->set.total_weight, n) :
+			KETAMA_DIGESTS_PER_SERVER;
+		c->count += 4 * (size_t) digests[i];
+	}
+	points = palloc(sizeof(ring_point) * c->count);
+	scratch = palloc(c->set.max_length + 1 + DECIMAL_UINT32_MAX_LEN);
+	ketama_generate_points(chash_server_md5, c->set.list.names, c->set.list.lengths,
+						   n, digests, scratch, points);
+	ring_sort_points(points, c->count);
+	c->positions = palloc(sizeof(uint64) * c->count);
+	c->owners = palloc(sizeof(int32) * c->count);
+	for (size_t p = 0; p < c->count; p++)
+	{
+		c->positions[p] = points[p].position;
+		c->owners[p] = points[p].node;
+	}
+	pfree(points);
+	pfree(scratch);
+	pfree(digests);
+	MemoryContextSwitchTo(old);
+	fc->data = c;
+	fc->valid = true;
+	return c;
+}
+
+Datum
+chash_ketama(PG_FUNCTION_ARGS)
+{
+	KetamaCache *c;
+	text	   *key;
+	size_t		p;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	c = ketama_cache(fcinfo);
+	key = PG_GETARG_TEXT_PP(0);
+	p = ring_find(c->positions, c->count,
+				  ketama_key_position(chash_server_md5, CHASH_TEXT_DATA(key), CHASH_TEXT_LEN(key)));
+	PG_RETURN_DATUM(chash_node_text(&c->set, c->owners[p]));
+}

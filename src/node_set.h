@@ -1,0 +1,42 @@
+/*
+ * node_set.h - the node-array arguments of the placement functions
+ *
+ * nodes text[], weights float8[] DEFAULT NULL and hash text read and
+ * checked once (SPEC 0), copied into a cache context so the structures
+ * built from them can point at the names.
+ */
+#ifndef CHASH_NODE_SET_H
+#define CHASH_NODE_SET_H
+
+#include "chash.h"
+
+typedef struct ChashNodeSet
+{
+	ChashNodeList list;			/* names point into a copy of the array */
+	double	   *weights;		/* NULL when not given */
+	int			positive;		/* nodes of weight > 0 (all without weights) */
+	int			max_length;		/* longest name, in bytes */
+	double		total_weight;	/* sum of weights (count without weights) */
+	hasher64	hasher;
+} ChashNodeSet;
+
+/*
+ * Reads the node array of argument nodes_arg (named argname in messages),
+ * the weights of weights_arg (-1: none) and the hash family of hash_arg
+ * (-1: none) into memory of cxt.  The arguments must not be NULL, except
+ * the weights.
+ */
+extern void chash_node_set_read(FunctionCallInfo fcinfo, int nodes_arg, const char *argname,
+								int weights_arg, int hash_arg, MemoryContext cxt,
+								ChashNodeSet *set);
+
+/* Node i's name as a new text datum. */
+extern Datum chash_node_text(const ChashNodeSet *set, int i);
+
+/* 22023 unless value >= 1. */
+extern void chash_check_at_least_one(int32 value, const char *argname);
+
+/* True when any of the arguments is NULL. */
+extern bool chash_any_arg_null(FunctionCallInfo fcinfo, const int *args, int nargs);
+
+#endif
