@@ -19,6 +19,8 @@ typedef struct ChashRing
 	int32	   *owners;			/* node index of each point */
 	int32	   *vnode_of;		/* vnode number of each point, when asked for */
 	int			distinct;		/* nodes with at least one point */
+	int			index_bits;		/* bucket index over positions (ring.h) */
+	uint32	   *index;
 } ChashRing;
 
 /*

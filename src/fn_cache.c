@@ -3,10 +3,25 @@
  */
 #include "fn_cache.h"
 
+#include "nodes/primnodes.h"
 #include "utils/memutils.h"
 
+/* Whether argument argnum of the call expression is a Const. */
+static bool
+arg_is_const(Node *expr, int argnum)
+{
+	List	   *args;
+
+	if (expr == NULL || !IsA(expr, FuncExpr))
+		return false;
+	args = ((FuncExpr *) expr)->args;
+	if (argnum < 0 || argnum >= list_length(args))
+		return false;
+	return IsA(list_nth(args, argnum), Const);
+}
+
 ChashFnCache *
-chash_fn_cache(FunctionCallInfo fcinfo)
+chash_fn_cache(FunctionCallInfo fcinfo, const int *keyed_args, int nkeyed)
 {
 	ChashFnCache *cache = (ChashFnCache *) fcinfo->flinfo->fn_extra;
 
@@ -17,6 +32,10 @@ chash_fn_cache(FunctionCallInfo fcinfo)
 		cache = MemoryContextAllocZero(mcxt, sizeof(ChashFnCache));
 		cache->cxt = AllocSetContextCreate(mcxt, "chash placement cache",
 										   ALLOCSET_SMALL_SIZES);
+		cache->args_constant = true;
+		for (int i = 0; i < nkeyed; i++)
+			if (!arg_is_const(fcinfo->flinfo->fn_expr, keyed_args[i]))
+				cache->args_constant = false;
 		fcinfo->flinfo->fn_extra = cache;
 	}
 	return cache;

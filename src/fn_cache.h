@@ -21,6 +21,7 @@ typedef struct ChashFnCache
 	char	   *key;			/* the argument bytes data was built from */
 	Size		key_len;
 	bool		valid;			/* false until a build has finished */
+	bool		args_constant;	/* every keyed argument is a Const of the plan */
 	void	   *data;
 } ChashFnCache;
 
@@ -31,8 +32,21 @@ typedef struct ChashKeyPart
 	int32		len;
 } ChashKeyPart;
 
-/* The calling function's cache, created empty on its first call. */
-extern ChashFnCache *chash_fn_cache(FunctionCallInfo fcinfo);
+/*
+ * The calling function's cache, created empty on its first call.
+ * keyed_args are the argument numbers the structure is built from: when
+ * they are all Consts of the calling expression they cannot change for the
+ * life of fn_extra, and a finished cache is reused without comparing bytes.
+ */
+extern ChashFnCache *chash_fn_cache(FunctionCallInfo fcinfo, const int *keyed_args,
+									int nkeyed);
+
+/* A finished cache whose arguments are plan constants: nothing to compare. */
+static inline bool
+chash_fn_cache_ready(const ChashFnCache *cache)
+{
+	return cache->valid && cache->args_constant;
+}
 
 /* Key part of a varlena argument: its bytes, not copied unless toasted. */
 extern void chash_key_part_varlena(FunctionCallInfo fcinfo, int argno, ChashKeyPart *part);

@@ -15,14 +15,17 @@ typedef struct KetamaCache
 {
 	ChashNodeSet set;
 	size_t		count;
-	uint64	   *positions;		/* 32-bit points, sorted */
+	uint64	   *positions;		/* 32-bit points << 32, sorted */
 	int32	   *owners;
+	int			index_bits;		/* bucket index over positions (ring.h) */
+	uint32	   *index;
 } KetamaCache;
 
 static KetamaCache *
 ketama_cache(FunctionCallInfo fcinfo)
 {
-	ChashFnCache *fc = chash_fn_cache(fcinfo);
+	static const int keyed[] = {1, 2};
+	ChashFnCache *fc = chash_fn_cache(fcinfo, keyed, lengthof(keyed));
 	ChashKeyPart parts[2];
 	MemoryContext old;
 	KetamaCache *c;
@@ -31,6 +34,8 @@ ketama_cache(FunctionCallInfo fcinfo)
 	char	   *scratch;
 	int			n;
 
+	if (chash_fn_cache_ready(fc))
+		return (KetamaCache *) fc->data;
 	chash_key_part_varlena(fcinfo, 1, &parts[0]);
 	chash_key_part_varlena(fcinfo, 2, &parts[1]);
 	if (chash_fn_cache_hit(fc, parts, 2))
@@ -59,13 +64,18 @@ ketama_cache(FunctionCallInfo fcinfo)
 	c->owners = palloc(sizeof(int32) * c->count);
 	for (size_t p = 0; p < c->count; p++)
 	{
-		c->positions[p] = points[p].position;
+		/* In the top half of 64 bits, so the ring's bucket index applies. */
+		c->positions[p] = points[p].position << 32;
 		c->owners[p] = points[p].node;
 	}
+	c->index_bits = ring_index_bits(c->count);
+	c->index = palloc(sizeof(uint32) * (((size_t) 1 << c->index_bits) + 1));
+	ring_index_build(c->positions, c->count, c->index_bits, c->index);
 	pfree(points);
 	pfree(scratch);
 	pfree(digests);
 	MemoryContextSwitchTo(old);
+	c->set.share_texts = fc->args_constant;
 	fc->data = c;
 	fc->valid = true;
 	return c;
@@ -82,7 +92,8 @@ chash_ketama(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	c = ketama_cache(fcinfo);
 	key = PG_GETARG_TEXT_PP(0);
-	p = ring_find(c->positions, c->count,
-				  ketama_key_position(chash_server_md5, CHASH_TEXT_DATA(key), CHASH_TEXT_LEN(key)));
+	p = ring_find_indexed(c->positions, c->count, c->index, c->index_bits,
+						  (uint64) ketama_key_position(chash_server_md5, CHASH_TEXT_DATA(key),
+													   CHASH_TEXT_LEN(key)) << 32);
 	PG_RETURN_DATUM(chash_node_text(&c->set, c->owners[p]));
 }

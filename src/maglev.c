@@ -74,40 +74,53 @@ maglev_build(FunctionCallInfo fcinfo, int backends_arg, int size_arg, int weight
 	pfree(scratch);
 }
 
+static MaglevTable *maglev_cached_table(FunctionCallInfo fcinfo, ChashFnCache *fc);
+
 Datum
 chash_maglev(PG_FUNCTION_ARGS)
 {
 	static const int required[] = {0, 1, 2, 4};
+	static const int keyed[] = {1, 2, 3, 4};
 	ChashFnCache *fc;
-	ChashKeyPart parts[4];
-	int32		size;
 	MaglevTable *t;
 	text	   *key;
 
 	if (chash_any_arg_null(fcinfo, required, lengthof(required)))
 		PG_RETURN_NULL();
-	fc = chash_fn_cache(fcinfo);
-	size = PG_GETARG_INT32(2);
+	fc = chash_fn_cache(fcinfo, keyed, lengthof(keyed));
+	if (chash_fn_cache_ready(fc))
+		t = (MaglevTable *) fc->data;
+	else
+		t = maglev_cached_table(fcinfo, fc);
+	key = PG_GETARG_TEXT_PP(0);
+	PG_RETURN_DATUM(chash_node_text(&t->set,
+									t->table[hash64(&t->set.hasher, CHASH_TEXT_DATA(key),
+													CHASH_TEXT_LEN(key)) % t->size]));
+}
+
+/* The table of a lookup, after comparing its arguments' bytes. */
+static MaglevTable *
+maglev_cached_table(FunctionCallInfo fcinfo, ChashFnCache *fc)
+{
+	ChashKeyPart parts[4];
+	int32		size = PG_GETARG_INT32(2);
+	MaglevTable *t;
+	MemoryContext old;
+
 	chash_key_part_varlena(fcinfo, 1, &parts[0]);
 	chash_key_part_int32(&size, &parts[1]);
 	chash_key_part_varlena(fcinfo, 3, &parts[2]);
 	chash_key_part_varlena(fcinfo, 4, &parts[3]);
 	if (chash_fn_cache_hit(fc, parts, 4))
-		t = (MaglevTable *) fc->data;
-	else
-	{
-		MemoryContext old = MemoryContextSwitchTo(chash_fn_cache_rebuild(fc, parts, 4));
-
-		t = palloc0(sizeof(MaglevTable));
-		maglev_build(fcinfo, 1, 2, 3, 4, t);
-		MemoryContextSwitchTo(old);
-		fc->data = t;
-		fc->valid = true;
-	}
-	key = PG_GETARG_TEXT_PP(0);
-	PG_RETURN_DATUM(chash_node_text(&t->set,
-									t->table[hash64(&t->set.hasher, CHASH_TEXT_DATA(key),
-													CHASH_TEXT_LEN(key)) % t->size]));
+		return (MaglevTable *) fc->data;
+	old = MemoryContextSwitchTo(chash_fn_cache_rebuild(fc, parts, 4));
+	t = palloc0(sizeof(MaglevTable));
+	maglev_build(fcinfo, 1, 2, 3, 4, t);
+	MemoryContextSwitchTo(old);
+	t->set.share_texts = fc->args_constant;
+	fc->data = t;
+	fc->valid = true;
+	return t;
 }
 
 Datum

@@ -46,12 +46,18 @@ chash_node_set_read(FunctionCallInfo fcinfo, int nodes_arg, const char *argname,
 					 errmsg("weights are too large"),
 					 errdetail("The sum of the weights overflows double precision.")));
 	}
+	set->texts = palloc(sizeof(Datum) * set->list.count);
+	for (int i = 0; i < set->list.count; i++)
+		set->texts[i] = PointerGetDatum(cstring_to_text_with_len(set->list.names[i],
+																 set->list.lengths[i]));
 	MemoryContextSwitchTo(old);
 }
 
 Datum
 chash_node_text(const ChashNodeSet *set, int i)
 {
+	if (set->share_texts)
+		return set->texts[i];
 	return PointerGetDatum(cstring_to_text_with_len(set->list.names[i],
 													set->list.lengths[i]));
 }

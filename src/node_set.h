@@ -18,6 +18,8 @@ typedef struct ChashNodeSet
 	int			max_length;		/* longest name, in bytes */
 	double		total_weight;	/* sum of weights (count without weights) */
 	hasher64	hasher;
+	Datum	   *texts;			/* each name as a text datum */
+	bool		share_texts;	/* results may point at texts (see below) */
 } ChashNodeSet;
 
 /*
@@ -30,7 +32,12 @@ extern void chash_node_set_read(FunctionCallInfo fcinfo, int nodes_arg, const ch
 								int weights_arg, int hash_arg, MemoryContext cxt,
 								ChashNodeSet *set);
 
-/* Node i's name as a new text datum. */
+/*
+ * Node i's name as a text datum: a copy in the current context, or, when
+ * share_texts, the cached datum itself.  Sharing is only set for caches
+ * whose arguments are plan constants: the cache then lives, unchanged, as
+ * long as the expression, like the Const datums a function may return.
+ */
 extern Datum chash_node_text(const ChashNodeSet *set, int i);
 
 /* 22023 unless value >= 1. */

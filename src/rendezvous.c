@@ -29,12 +29,15 @@ typedef struct RendezvousCache
 static RendezvousCache *
 rendezvous_cache(FunctionCallInfo fcinfo, int nodes_arg, int weights_arg, int hash_arg)
 {
-	ChashFnCache *fc = chash_fn_cache(fcinfo);
+	int			keyed[3] = {nodes_arg, weights_arg, hash_arg};
+	ChashFnCache *fc = chash_fn_cache(fcinfo, keyed, 3);
 	ChashKeyPart parts[3];
 	MemoryContext cxt;
 	RendezvousCache *c;
 	int			n;
 
+	if (chash_fn_cache_ready(fc))
+		return (RendezvousCache *) fc->data;
 	chash_key_part_varlena(fcinfo, nodes_arg, &parts[0]);
 	chash_key_part_varlena(fcinfo, weights_arg, &parts[1]);
 	chash_key_part_varlena(fcinfo, hash_arg, &parts[2]);
@@ -51,6 +54,7 @@ rendezvous_cache(FunctionCallInfo fcinfo, int nodes_arg, int weights_arg, int ha
 	c->top = MemoryContextAlloc(cxt, sizeof(int32) * n);
 	for (int i = 0; i < n; i++)
 		c->node_hashes[i] = xxh64_hash(c->set.list.names[i], c->set.list.lengths[i], 0);
+	c->set.share_texts = fc->args_constant;
 	fc->data = c;
 	fc->valid = true;
 	return c;
@@ -74,7 +78,7 @@ compute_scores(RendezvousCache *c, FunctionCallInfo fcinfo, text *key)
 	}
 	if (c->joined_size < c->set.max_length + 1 + klen)
 	{
-		ChashFnCache *fc = chash_fn_cache(fcinfo);
+		ChashFnCache *fc = (ChashFnCache *) fcinfo->flinfo->fn_extra;
 
 		c->joined_size = c->set.max_length + 1 + klen;
 		c->joined = MemoryContextAlloc(fc->cxt, c->joined_size);

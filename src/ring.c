@@ -73,6 +73,9 @@ chash_ring_build(FunctionCallInfo fcinfo, int nodes_arg, int vnodes_arg,
 	}
 	for (int i = 0; i < n; i++)
 		ring->distinct += counts[i] > 0;
+	ring->index_bits = ring_index_bits(total);
+	ring->index = palloc(sizeof(uint32) * (((size_t) 1 << ring->index_bits) + 1));
+	ring_index_build(ring->positions, total, ring->index_bits, ring->index);
 	pfree(points);
 	pfree(scratch);
 	pfree(counts);
@@ -172,11 +175,15 @@ static RingCache *
 ring_cache(FunctionCallInfo fcinfo, int nodes_arg, int vnodes_arg, int weights_arg,
 		   int zones_arg, int hash_arg)
 {
-	ChashFnCache *fc = chash_fn_cache(fcinfo);
+	int			keyed[5] = {nodes_arg, vnodes_arg, weights_arg, hash_arg, zones_arg};
+	ChashFnCache *fc = chash_fn_cache(fcinfo, keyed, zones_arg >= 0 ? 5 : 4);
 	ChashKeyPart parts[5];
 	int32		vnodes = PG_GETARG_INT32(vnodes_arg);
 	MemoryContext old;
 	RingCache  *c;
+
+	if (chash_fn_cache_ready(fc))
+		return (RingCache *) fc->data;
 
 	chash_key_part_varlena(fcinfo, nodes_arg, &parts[0]);
 	chash_key_part_int32(&vnodes, &parts[1]);
@@ -198,6 +205,7 @@ ring_cache(FunctionCallInfo fcinfo, int nodes_arg, int vnodes_arg, int weights_a
 			read_zones(fcinfo, zones_arg, c);
 	}
 	MemoryContextSwitchTo(old);
+	c->ring.set.share_texts = fc->args_constant;
 	fc->data = c;
 	fc->valid = true;
 	return c;
@@ -219,8 +227,8 @@ chash_ring_lookup(PG_FUNCTION_ARGS)
 	if (chash_any_arg_null(fcinfo, required, lengthof(required)))
 		PG_RETURN_NULL();
 	c = ring_cache(fcinfo, 1, 2, 3, -1, 4);
-	p = ring_find(c->ring.positions, c->ring.count,
-				  key_position(&c->ring, PG_GETARG_TEXT_PP(0)));
+	p = ring_find_indexed(c->ring.positions, c->ring.count, c->ring.index,
+						  c->ring.index_bits, key_position(&c->ring, PG_GETARG_TEXT_PP(0)));
 	PG_RETURN_DATUM(chash_node_text(&c->ring.set, c->ring.owners[p]));
 }
 
@@ -250,8 +258,9 @@ chash_ring_replicas(PG_FUNCTION_ARGS)
 				 errdetail("k is %d, but the ring's nodes are in %d distinct zones.",
 						   k, c->zones_on_ring)));
 	found = ring_walk_distinct(c->ring.owners, c->ring.count,
-							   ring_find(c->ring.positions, c->ring.count,
-										 key_position(&c->ring, PG_GETARG_TEXT_PP(0))),
+							   ring_find_indexed(c->ring.positions, c->ring.count,
+												 c->ring.index, c->ring.index_bits,
+												 key_position(&c->ring, PG_GETARG_TEXT_PP(0))),
 							   k, c->zone_of, c->node_seen, c->zone_seen, c->found);
 	Assert(found == k);
 	names = palloc(sizeof(Datum) * found);

@@ -73,6 +73,31 @@ ring_sort_points(ring_point *points, size_t count)
 }
 
 int
+ring_index_bits(size_t count)
+{
+	int			bits = 1;
+
+	while (bits < 22 && ((size_t) 1 << bits) < count)
+		bits++;
+	return bits;
+}
+
+void
+ring_index_build(const uint64_t *positions, size_t count, int bits, uint32_t *index)
+{
+	size_t		p = 0;
+	uint64_t	buckets = UINT64_C(1) << bits;
+
+	for (uint64_t b = 0; b < buckets; b++)
+	{
+		while (p < count && (positions[p] >> (64 - bits)) < b)
+			p++;
+		index[b] = (uint32_t) p;
+	}
+	index[buckets] = (uint32_t) count;
+}
+
+int
 ring_walk_distinct(const int32_t *owners, size_t count, size_t start, int k,
 				   const int32_t *zone_of, uint8_t *node_seen,
 				   uint8_t *zone_seen, int32_t *out)

@@ -74,6 +74,37 @@ ring_find(const uint64_t *positions, size_t count, uint64_t pos)
 }
 
 /*
+ * A bucket index over the sorted positions narrows a lookup to the points
+ * that share the key's top bits (about one, as positions are hashes):
+ * index[b] is the first point whose top `bits` bits are >= b, for
+ * b = 0 .. 2^bits.  ring_index_bits picks bits for count points (1 .. 22).
+ */
+int			ring_index_bits(size_t count);
+void		ring_index_build(const uint64_t *positions, size_t count, int bits,
+							 uint32_t *index);
+
+/* ring_find through the bucket index: a binary search of one bucket. */
+static inline size_t
+ring_find_indexed(const uint64_t *positions, size_t count, const uint32_t *index,
+				  int bits, uint64_t pos)
+{
+	uint64_t	b = pos >> (64 - bits);
+	size_t		lo = index[b];
+	size_t		hi = index[b + 1];
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (positions[mid] < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == count ? 0 : lo;
+}
+
+/*
  * Walks clockwise from index start and writes to out the first k distinct
  * owners; with zone_of (zone index of each node) a node whose zone is
  * already taken is skipped too.  node_seen (one byte per node) and
