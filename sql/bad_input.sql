@@ -148,3 +148,84 @@ DROP TABLE bad_rows;
 DROP FUNCTION bad_migration(text);
 SELECT chash_drop_directory(d)
   FROM unnest(ARRAY['bad_plan', 'bad_drained', 'bad_int', 'bad_retire']) d;
+-- Node-set placement (SPEC 2.3 - 2.7)
+-- ---------------------------------------------------------------------------
+
+-- NULL key, node array, count or hash: NULL, as from a STRICT function.
+SELECT chash_rendezvous(NULL, '{a}') AS rendezvous, chash_rendezvous_top('k', '{a}', NULL) AS top,
+       chash_ring_lookup('k', NULL) AS ring, chash_ring_replicas('k', '{a}', 1, NULL) AS replicas,
+       chash_ketama(NULL, '{a}') AS ketama, chash_maglev('k', '{a}', 7, hash => NULL) AS maglev;
+
+-- Node arrays: empty, NULL elements, duplicates, two dimensions (every function).
+SELECT bad($$SELECT chash_rendezvous('k', '{}')$$);
+SELECT bad($$SELECT chash_rendezvous('k', ARRAY['a', NULL])$$);
+SELECT bad($$SELECT chash_rendezvous('k', '{a,b,a}')$$);
+SELECT bad($$SELECT chash_rendezvous('k', '{{a,b},{c,d}}')$$);
+SELECT bad($$SELECT chash_rendezvous_top('k', '{}', 1)$$);
+SELECT bad($$SELECT chash_ring_lookup('k', '{}')$$);
+SELECT bad($$SELECT chash_ring_lookup('k', '{a,b,b}')$$);
+SELECT bad($$SELECT chash_ring_replicas('k', ARRAY[NULL, 'b'], 1)$$);
+SELECT bad($$SELECT * FROM chash_ring_points('{}')$$);
+SELECT bad($$SELECT * FROM chash_ring_shares('{x,x}')$$);
+SELECT bad($$SELECT chash_ketama('k', '{}')$$);
+SELECT bad($$SELECT chash_ketama('k', '{10.0.0.1:11211,10.0.0.1:11211}')$$);
+SELECT bad($$SELECT chash_maglev('k', ARRAY['a', NULL, 'c'])$$);
+SELECT bad($$SELECT chash_maglev('k', '{{a},{b}}')$$);
+SELECT bad($$SELECT * FROM chash_maglev_table('{}')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{}')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a,a}')$$);
+
+-- Weights: wrong length, NULL element, negative, NaN, infinite, all zero,
+-- too large to add up, two dimensions.
+SELECT bad($$SELECT chash_rendezvous('k', '{a,b}', '{1}')$$);
+SELECT bad($$SELECT chash_rendezvous('k', '{a,b}', ARRAY[1, NULL]::float8[])$$);
+SELECT bad($$SELECT chash_rendezvous('k', '{a,b}', '{1,-1}')$$);
+SELECT bad($$SELECT chash_ring_lookup('k', '{a,b}', 160, '{1,NaN}')$$);
+SELECT bad($$SELECT chash_ring_lookup('k', '{a,b}', 160, '{Infinity,1}')$$);
+SELECT bad($$SELECT chash_ketama('k', '{a,b}', '{0,0}')$$);
+SELECT bad($$SELECT chash_maglev('k', '{a,b}', 7, '{1e308,1e308}')$$);
+SELECT bad($$SELECT * FROM chash_maglev_table('{a,b}', 7, '{{1},{2}}')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a,b}', 0.25, 160, '{1,2,3}')$$);
+
+-- Hash families other than xxh64 and md5.
+SELECT bad($$SELECT chash_rendezvous('k', '{a}', hash => 'sha1')$$);
+SELECT bad($$SELECT chash_ring_lookup('k', '{a}', hash => 'XXH64')$$);
+SELECT bad($$SELECT * FROM chash_ring_points('{a}', hash => '')$$);
+SELECT bad($$SELECT chash_maglev('k', '{a}', hash => 'md5 ')$$);
+
+-- Counts: k below 1 or above the nodes that can be chosen.
+SELECT bad($$SELECT chash_rendezvous_top('k', '{a,b}', 0)$$);
+SELECT bad($$SELECT chash_rendezvous_top('k', '{a,b}', 3)$$);
+SELECT bad($$SELECT chash_rendezvous_top('k', '{a,b,c}', 3, '{1,0,1}')$$);
+SELECT bad($$SELECT chash_ring_replicas('k', '{a,b}', -1)$$);
+SELECT bad($$SELECT chash_ring_replicas('k', '{a,b}', 3)$$);
+SELECT bad($$SELECT chash_ring_replicas('k', '{a,b,c}', 3, 160, '{1,0,1}')$$);
+
+-- Zones: wrong length, NULL element, two dimensions, too few distinct zones.
+SELECT bad($$SELECT chash_ring_replicas('k', '{a,b}', 1, zones => '{z1}')$$);
+SELECT bad($$SELECT chash_ring_replicas('k', '{a,b}', 1, zones => ARRAY['z1', NULL])$$);
+SELECT bad($$SELECT chash_ring_replicas('k', '{a,b}', 1, zones => '{{z1},{z2}}')$$);
+SELECT bad($$SELECT chash_ring_replicas('k', '{a,b,c}', 3, zones => '{z1,z1,z2}')$$);
+
+-- Ring sizes: vnodes below 1, too many points, no points at all.
+SELECT bad($$SELECT chash_ring_lookup('k', '{a}', 0)$$);
+SELECT bad($$SELECT * FROM chash_ring_shares('{a}', -160)$$);
+SELECT bad($$SELECT chash_ring_lookup('k', '{a,b}', 2000000000, '{1,1}')$$);
+SELECT bad($$SELECT chash_ring_lookup('k', '{a,b}', 10, '{0.01,0.02}')$$);
+
+-- Maglev table sizes: not prime, below the number of backends, too large.
+SELECT bad($$SELECT chash_maglev('k', '{a,b}', 65536)$$);
+SELECT bad($$SELECT chash_maglev('k', '{a,b}', 1)$$);
+SELECT bad($$SELECT chash_maglev('k', '{a,b}', -7)$$);
+SELECT bad($$SELECT chash_maglev('k', '{a,b,c,d}', 3)$$);
+SELECT bad($$SELECT * FROM chash_maglev_table('{a}', 2147483647)$$);
+
+-- Bounded loads: epsilon not above 0 or not finite, NULL or 2-D keys, and
+-- nodes of positive weight with no points on the ring.
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a}', 0)$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a}', -0.5)$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a}', 'NaN')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a}', 'Infinity')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign(ARRAY['k', NULL], '{a}')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{{k}}', '{a}')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k1,k2,k3,k4}', '{a,b}', 0.01, 1, '{1,0.1}')$$);
