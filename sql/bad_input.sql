@@ -228,4 +228,4 @@ SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a}', 'NaN')$$);
 SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a}', 'Infinity')$$);
 SELECT bad($$SELECT * FROM chash_bounded_assign(ARRAY['k', NULL], '{a}')$$);
 SELECT bad($$SELECT * FROM chash_bounded_assign('{{k}}', '{a}')$$);
-SELECT bad($$SELECT * FROM chash_bounded_assign('{k1,k2,k3,k4}', '{a,b}', 0.01, 1, '{1,0.1}')$$);
+SELECT bad($$SELECT * FROM chash_bounded_assign('{k1,k2,k3,k4}', '{a,b}', 0.01, 1, '{1,0.4}')$$);

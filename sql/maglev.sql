@@ -38,13 +38,13 @@ FROM (SELECT chash_maglev(k, '{n1,n2,n3,n4}') AS a,
 
 -- Weights 1:2:3:4: entries within half a point of 10/20/30/40 %, and keys
 -- within a point; equal weights build the unweighted table.
-SELECT backend, count(*) AS slots, abs(count(*) / 65537.0 - w / 10) < 0.005 AS slots_ok
+SELECT backend, count(*) AS slots, abs(count(*) / 65537.0 - w / 10.0) < 0.005 AS slots_ok
 FROM chash_maglev_table('{w1,w2,w3,w4,w0}', 65537, '{1,2,3,4,0}')
 JOIN (VALUES ('w1', 1), ('w2', 2), ('w3', 3), ('w4', 4)) AS v(backend, w) USING (backend)
 GROUP BY backend, w ORDER BY backend;
 SELECT count(*) FILTER (WHERE backend = 'w0') AS weight_0_slots
 FROM chash_maglev_table('{w1,w2,w3,w4,w0}', 65537, '{1,2,3,4,0}');
-SELECT bool_and(abs(n / 100000.0 - w / 10) < 0.01) AS key_shares_ok
+SELECT bool_and(abs(n / 100000.0 - w / 10.0) < 0.01) AS key_shares_ok
 FROM (SELECT chash_maglev(k, '{w1,w2,w3,w4}', 65537, '{1,2,3,4}') AS backend, count(*) AS n
       FROM keys GROUP BY 1) c
 JOIN (VALUES ('w1', 1), ('w2', 2), ('w3', 3), ('w4', 4)) AS v(backend, w) USING (backend);

@@ -7,8 +7,8 @@ SELECT chash_rendezvous('tenant-42', '{a,b,c,d}') AS winner,
        chash_rendezvous('tenant-42', '{a,b,c,d}', '{1,1,1,5}') AS weighted_winner;
 
 -- The winner heads the ranking; the ranking has k distinct nodes.
-SELECT count(*) FILTER (WHERE chash_rendezvous_top(k, '{a,b,c,d,e}', 3)
-                                 [1] <> chash_rendezvous(k, '{a,b,c,d,e}')) AS head_differs,
+SELECT count(*) FILTER (WHERE (chash_rendezvous_top(k, '{a,b,c,d,e}', 3))[1]
+                               <> chash_rendezvous(k, '{a,b,c,d,e}')) AS head_differs,
        count(*) FILTER (WHERE (SELECT count(DISTINCT x) FROM unnest(chash_rendezvous_top(k, '{a,b,c,d,e}', 3)) x) <> 3) AS not_distinct
 FROM (SELECT 'key-' || i AS k FROM generate_series(1, 10000) i) t;
 
@@ -34,7 +34,7 @@ FROM (SELECT chash_rendezvous_top(k, '{n1,n2,n3,n4,n5}', 3) AS a,
 
 -- Weights 1:2:3:4: shares within 1 point of 10/20/30/40 %; weight 0 gets nothing.
 SELECT node, count(*) AS keys, round(count(*) / 1000.0, 1) AS percent,
-       abs(count(*) / 100000.0 - w / 10) < 0.01 AS within_a_point
+       abs(count(*) / 100000.0 - w / 10.0) < 0.01 AS within_a_point
 FROM (SELECT chash_rendezvous(k, '{w1,w2,w3,w4,w0}', '{1,2,3,4,0}') AS node FROM keys) t
 JOIN (VALUES ('w1', 1), ('w2', 2), ('w3', 3), ('w4', 4)) AS v(node, w) USING (node)
 GROUP BY node, w ORDER BY node;

@@ -36,8 +36,8 @@ FROM (SELECT chash_ring_lookup(k, '{n1,n2,n3,n4,n5}') AS a,
              chash_ring_lookup(k, '{n1,n3,n4,n5}') AS b FROM keys) t;
 
 -- Weights 1:2:3:4 (1,000 vnodes): shares within 1.5 points of 10/20/30/40 %.
-SELECT node, points, abs(share - w / 10) < 0.015 AS share_ok,
-       abs(keys / 100000.0 - w / 10) < 0.015 AS keys_ok
+SELECT node, points, abs(share - w / 10.0) < 0.015 AS share_ok,
+       abs(keys / 100000.0 - w / 10.0) < 0.015 AS keys_ok
 FROM chash_ring_shares('{w1,w2,w3,w4}', 1000, '{1,2,3,4}')
 JOIN (VALUES ('w1', 1), ('w2', 2), ('w3', 3), ('w4', 4)) AS v(node, w) USING (node)
 JOIN (SELECT chash_ring_lookup(k, '{w1,w2,w3,w4}', 1000, '{1,2,3,4}') AS node, count(*) AS keys
