@@ -55,6 +55,11 @@ ketama_cache(FunctionCallInfo fcinfo)
 			KETAMA_DIGESTS_PER_SERVER;
 		c->count += 4 * (size_t) digests[i];
 	}
+	if (c->count > RING_MAX_POINTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ketama continuum would have too many points"),
+				 errdetail("A continuum has at most %d points (160 per server).", RING_MAX_POINTS)));
 	points = palloc(sizeof(ring_point) * c->count);
 	scratch = palloc(c->set.max_length + 1 + DECIMAL_UINT32_MAX_LEN);
 	ketama_generate_points(chash_server_md5, c->set.list.names, c->set.list.lengths,
