@@ -78,9 +78,12 @@ compute_scores(RendezvousCache *c, FunctionCallInfo fcinfo, text *key)
 	}
 	if (c->joined_size < c->set.max_length + 1 + klen)
 	{
+		/* Grows geometrically, so longer and longer keys cost O(total). */
 		ChashFnCache *fc = (ChashFnCache *) fcinfo->flinfo->fn_extra;
 
-		c->joined_size = c->set.max_length + 1 + klen;
+		if (c->joined)
+			pfree(c->joined);
+		c->joined_size = Max(c->set.max_length + 1 + klen, 2 * c->joined_size);
 		c->joined = MemoryContextAlloc(fc->cxt, c->joined_size);
 	}
 	for (int i = 0; i < n; i++)

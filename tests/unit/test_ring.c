@@ -35,6 +35,16 @@ test_point_counts(void)
 }
 
 static void
+test_decimal(void)
+{
+	char		d[DECIMAL_UINT32_MAX_LEN];
+
+	CHECK(format_decimal(0, d) == 1 && d[0] == '0');
+	CHECK(format_decimal(159, d) == 3 && memcmp(d, "159", 3) == 0);
+	CHECK(format_decimal(4294967295u, d) == 10 && memcmp(d, "4294967295", 10) == 0);
+}
+
+static void
 test_find(void)
 {
 	uint64_t	pos[6] = {0, 10, 10, 20, UINT64_MAX - 1, UINT64_MAX};
@@ -237,6 +247,7 @@ test_build_time(void)
 void
 unit_main(void)
 {
+	test_decimal();
 	test_point_counts();
 	test_find();
 	test_walk();
