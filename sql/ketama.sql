@@ -27,6 +27,14 @@ SELECT count(*) FILTER (WHERE chash_ketama(key, s.servers, '{1,1,1,1,1,1,1}')
                         <> chash_ketama(key, s.servers)) AS equal_weight_differences
 FROM ketama_vectors v JOIN ketama_sets s USING (set_id) WHERE set_id = 2;
 
+-- Weights 1:2:3:4 (16, 32, 48 and 64 digests): key shares within 3 points
+-- of 10/20/30/40 % over 100,000 keys.
+SELECT server, count(*) AS keys, abs(count(*) / 100000.0 - w / 10.0) < 0.03 AS share_ok
+FROM (SELECT chash_ketama('key-' || i, '{s1:1,s2:1,s3:1,s4:1}', '{1,2,3,4}') AS server
+      FROM generate_series(1, 100000) i) t
+JOIN (VALUES ('s1:1', 1), ('s2:1', 2), ('s3:1', 3), ('s4:1', 4)) AS v(server, w) USING (server)
+GROUP BY server, w ORDER BY server;
+
 -- Weight 0: never chosen.  NULL key or servers: NULL.
 SELECT count(*) FILTER (WHERE chash_ketama('k' || i, '{a:1,b:1,c:1}', '{1,0,1}') = 'b:1') AS zero_weight_hits
 FROM generate_series(1, 10000) i;
