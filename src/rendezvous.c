@@ -21,9 +21,56 @@ typedef struct RendezvousCache
 	uint64	   *scores;			/* per-call scratch: each node's score */
 	double	   *bids;			/* per-call scratch: weighted bids */
 	int32	   *top;			/* per-call scratch: ranking */
+	int32	   *group_of;		/* weight group of each node (-1: weight 0) */
+	double	   *group_weight;	/* the distinct positive weights */
+	int			ngroups;
+	int32	   *group_best;		/* per-call scratch: each group's candidate */
 	char	   *joined;			/* per-call scratch: node ':' key (md5 family) */
 	Size		joined_size;
 } RendezvousCache;
+
+/* Numbers the distinct positive weights (n log n; equal doubles group). */
+static const double *sort_weights;
+
+static int
+compare_weight_index(const void *a, const void *b)
+{
+	double		x = sort_weights[*(const int *) a];
+	double		y = sort_weights[*(const int *) b];
+
+	return (x > y) - (x < y);
+}
+
+static void
+group_weights(RendezvousCache *c, MemoryContext cxt)
+{
+	int			n = c->set.list.count;
+	int		   *order = palloc(sizeof(int) * n);
+
+	c->group_of = MemoryContextAlloc(cxt, sizeof(int32) * n);
+	c->group_weight = MemoryContextAlloc(cxt, sizeof(double) * n);
+	c->group_best = MemoryContextAlloc(cxt, sizeof(int32) * n);
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	sort_weights = c->set.weights;
+	qsort(order, n, sizeof(int), compare_weight_index);
+	c->ngroups = 0;
+	for (int j = 0; j < n; j++)
+	{
+		int			i = order[j];
+		double		w = c->set.weights[i];
+
+		if (!(w > 0))
+		{
+			c->group_of[i] = -1;
+			continue;
+		}
+		if (c->ngroups == 0 || c->group_weight[c->ngroups - 1] != w)
+			c->group_weight[c->ngroups++] = w;
+		c->group_of[i] = c->ngroups - 1;
+	}
+	pfree(order);
+}
 
 /* The cached node set of (nodes, weights, hash), rebuilt when they change. */
 static RendezvousCache *
@@ -54,6 +101,8 @@ rendezvous_cache(FunctionCallInfo fcinfo, int nodes_arg, int weights_arg, int ha
 	c->top = MemoryContextAlloc(cxt, sizeof(int32) * n);
 	for (int i = 0; i < n; i++)
 		c->node_hashes[i] = xxh64_hash(c->set.list.names[i], c->set.list.lengths[i], 0);
+	if (c->set.weights)
+		group_weights(c, cxt);
 	c->set.share_texts = fc->args_constant;
 	fc->data = c;
 	fc->valid = true;
@@ -113,8 +162,14 @@ chash_rendezvous(PG_FUNCTION_ARGS)
 	else
 	{
 		compute_scores(c, fcinfo, key);
-		rendezvous_top(c->scores, c->set.weights, c->set.list.count, 1, c->bids, c->top);
-		winner = c->top[0];
+		if (c->set.weights)
+			winner = rendezvous_weighted_winner(c->scores, c->group_of, c->set.list.count,
+												c->group_weight, c->ngroups, c->group_best);
+		else
+		{
+			rendezvous_top(c->scores, NULL, c->set.list.count, 1, c->bids, c->top);
+			winner = c->top[0];
+		}
 	}
 	PG_RETURN_DATUM(chash_node_text(&c->set, winner));
 }

@@ -99,3 +99,38 @@ rendezvous_top(const uint64_t *scores, const double *weights, int n, int k,
 	}
 	return found;
 }
+
+int
+rendezvous_weighted_winner(const uint64_t *scores, const int32_t *group_of,
+						   int n, const double *group_weight, int ngroups,
+						   int32_t *group_best)
+{
+	int			winner = -1;
+	double		best_bid = 0;
+
+	for (int g = 0; g < ngroups; g++)
+		group_best[g] = -1;
+	for (int i = 0; i < n; i++)
+	{
+		int32_t		g = group_of[i];
+
+		/* Ascending scan: only a strictly higher score replaces (ties: lower index). */
+		if (g >= 0 && (group_best[g] < 0 || scores[i] > scores[group_best[g]]))
+			group_best[g] = i;
+	}
+	for (int g = 0; g < ngroups; g++)
+	{
+		int32_t		i = group_best[g];
+		double		bid;
+
+		if (i < 0)
+			continue;
+		bid = rendezvous_weighted_bid(scores[i], group_weight[g]);
+		if (winner < 0 || ranks_before(bid, scores[i], i, best_bid, scores[winner], winner))
+		{
+			winner = i;
+			best_bid = bid;
+		}
+	}
+	return winner;
+}

@@ -63,4 +63,17 @@ double		rendezvous_weighted_bid(uint64_t score, double weight);
 int			rendezvous_top(const uint64_t *scores, const double *weights, int n, int k,
 						   double *bids, int32_t *out);
 
+/*
+ * Weighted winner, the same as rendezvous_top(..., k = 1) but with one
+ * logarithm per distinct weight instead of one per node: among nodes of
+ * equal weight the bid grows with the score, so each weight group's
+ * candidate is its highest score (lowest index on ties), and only the
+ * candidates' bids are compared.  group_of[i] is node i's group (-1 for
+ * weight 0), group_weight[g] the group's weight; group_best is caller
+ * scratch of ngroups entries.  At least one node must have a group.
+ */
+int			rendezvous_weighted_winner(const uint64_t *scores, const int32_t *group_of,
+									   int n, const double *group_weight, int ngroups,
+									   int32_t *group_best);
+
 #endif

@@ -224,9 +224,56 @@ test_properties(void)
 		CHECK(fabs((double) counts[i] / NKEYS - (i + 1) / 10.0) < 0.01);
 }
 
+/* The grouped winner equals the full ranking's first, repeated weights included. */
+static void
+test_weighted_winner(void)
+{
+	double		weights[12] = {1, 2, 1, 0, 2, 3.5, 1, 0.25, 3.5, 0, 2, 1};
+	int32_t		group_of[12];
+	double		group_weight[12];
+	int32_t		group_best[12];
+	int			ngroups = 0;
+	long		differ = 0;
+
+	for (int i = 0; i < 12; i++)
+	{
+		int			g;
+
+		group_of[i] = -1;
+		if (weights[i] <= 0)
+			continue;
+		for (g = 0; g < ngroups && group_weight[g] != weights[i]; g++)
+			;
+		if (g == ngroups)
+			group_weight[ngroups++] = weights[i];
+		group_of[i] = g;
+	}
+	for (long k = 0; k < 200000; k++)
+	{
+		uint64_t	scores[12];
+		double		bids[12];
+		int32_t		out[1];
+
+		for (int i = 0; i < 12; i++)
+		{
+			scores[i] = fmix64((uint64_t) k * 12 + (uint64_t) i + 1);
+			/* Now and then equal scores, and the very top score. */
+			if (k % 7 == 0 && i == 4)
+				scores[i] = scores[1];
+			if (k % 11 == 0 && i == 8)
+				scores[i] = UINT64_MAX;
+		}
+		rendezvous_top(scores, weights, 12, 1, bids, out);
+		if (rendezvous_weighted_winner(scores, group_of, 12, group_weight, ngroups, group_best) != out[0])
+			differ++;
+	}
+	CHECK_EQ_I64(differ, 0);
+}
+
 void
 unit_main(void)
 {
+	test_weighted_winner();
 	test_unit_interval();
 	test_ranking();
 	test_properties();
