@@ -183,6 +183,8 @@ SELECT bad($$SELECT chash_rendezvous('k', '{a,b}', '{1,-1}')$$);
 SELECT bad($$SELECT chash_ring_lookup('k', '{a,b}', 160, '{1,NaN}')$$);
 SELECT bad($$SELECT chash_ring_lookup('k', '{a,b}', 160, '{Infinity,1}')$$);
 SELECT bad($$SELECT chash_ketama('k', '{a,b}', '{0,0}')$$);
+SELECT bad($$SELECT chash_ketama('k', '{a,b}', '{1e-50,1e-50}')$$);
+SELECT bad($$SELECT chash_ketama('k', '{a,b}', '{1e300,1}')$$);
 SELECT bad($$SELECT chash_maglev('k', '{a,b}', 7, '{1e308,1e308}')$$);
 SELECT bad($$SELECT * FROM chash_maglev_table('{a,b}', 7, '{{1},{2}}')$$);
 SELECT bad($$SELECT * FROM chash_bounded_assign('{k}', '{a,b}', 0.25, 160, '{1,2,3}')$$);

@@ -3,6 +3,8 @@
  */
 #include "chash.h"
 
+#include <math.h>
+
 #include "fn_cache.h"
 #include "joined_hash.h"
 #include "ketama.h"
@@ -45,6 +47,17 @@ ketama_cache(FunctionCallInfo fcinfo)
 	c = palloc0(sizeof(KetamaCache));
 	chash_node_set_read(fcinfo, 1, "servers", 2, -1, CurrentMemoryContext, &c->set);
 	n = c->set.list.count;
+	if (c->set.weights)
+	{
+		float		total = (float) c->set.total_weight;
+
+		/* libketama divides in single precision: the total must be a float. */
+		if (total == 0 || isinf(total))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("weights out of range for ketama"),
+					 errdetail("Ketama divides in single precision, where the sum of the weights is %s.", total == 0 ? "zero" : "infinite")));
+	}
 	digests = palloc(sizeof(uint32) * n);
 	c->count = 0;
 	for (int i = 0; i < n; i++)

@@ -17,8 +17,12 @@ ketama_digest_count(double weight, double total, int nservers)
 	 * parameter; the same C expression here gives the same bits.
 	 */
 	float		pct = (float) weight / (float) total;
+	float		digests = floorf(pct * 40.0 * (float) nservers);
 
-	return (uint32_t) floorf(pct * 40.0 * (float) nservers);
+	/* NaN or out of range only when total is 0 or infinite in float. */
+	if (!(digests >= 0) || digests > (float) KETAMA_DIGESTS_PER_SERVER * (float) nservers)
+		return 0;
+	return (uint32_t) digests;
 }
 
 void
