@@ -148,6 +148,8 @@ DROP TABLE bad_rows;
 DROP FUNCTION bad_migration(text);
 SELECT chash_drop_directory(d)
   FROM unnest(ARRAY['bad_plan', 'bad_drained', 'bad_int', 'bad_retire']) d;
+
+-- ---------------------------------------------------------------------------
 -- Node-set placement (SPEC 2.3 - 2.7)
 -- ---------------------------------------------------------------------------
 
