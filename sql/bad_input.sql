@@ -1,18 +1,5 @@
 -- Every bad input, with the SQLSTATE and message it gets.
--- bad(statement) runs the statement and shows "SQLSTATE: message" (plus
--- the detail when there is one), or "no error" when it succeeds.
-CREATE FUNCTION bad(statement text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE statement;
-    RETURN 'no error';
-EXCEPTION WHEN others THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ': ' || SQLERRM
-        || CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END
-$$;
+\i sql/include/bad.sql
 
 -- NULL arguments give NULL (STRICT), never an error.
 SELECT chash_xxh64(NULL::text), chash_md5_64(NULL::bytea), chash_crc16(NULL::text),

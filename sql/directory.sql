@@ -1,18 +1,7 @@
 -- The shard directory (SPEC 3): tables, management functions, routing,
 -- explain, snapshot and the load view.  Bad inputs and direct DML that
 -- breaks the invariants are in directory_integrity.sql.
-CREATE OR REPLACE FUNCTION bad(statement text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE statement;
-    RETURN 'no error';
-EXCEPTION WHEN others THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ': ' || SQLERRM
-        || CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END
-$$;
+\i sql/include/bad.sql
 
 -- 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461, in contiguous
 -- ranges in array order.

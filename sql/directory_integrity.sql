@@ -1,18 +1,7 @@
 -- The shard directory (SPEC 3): every bad input with its SQLSTATE, direct
 -- DML that would break an invariant (it fails and changes nothing), and
 -- privileges.
-CREATE OR REPLACE FUNCTION bad(statement text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE statement;
-    RETURN 'no error';
-EXCEPTION WHEN others THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ': ' || SQLERRM
-        || CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END
-$$;
+\i sql/include/bad.sql
 
 SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 64);
 SELECT chash_create_directory('ids', ARRAY['a', 'b'], 16, key_type => 'bigint');

@@ -2,19 +2,7 @@
 -- routing stays right.  Concurrency is in specs/migration_*.spec, crashes
 -- in t/050_migration_crash.pl.
 
--- bad(statement): "SQLSTATE: message (detail)", as in bad_input.sql.
-CREATE OR REPLACE FUNCTION bad(statement text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    detail text;
-BEGIN
-    EXECUTE statement;
-    RETURN 'no error';
-EXCEPTION WHEN others THEN
-    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
-    RETURN SQLSTATE || ': ' || SQLERRM
-        || CASE WHEN detail <> '' THEN ' (' || detail || ')' ELSE '' END;
-END
-$$;
+\i sql/include/bad.sql
 -- migration ids depend on what ran before: print them as N
 CREATE FUNCTION bad_migration(statement text) RETURNS text LANGUAGE sql AS
 $$ SELECT regexp_replace(bad(statement), '([Mm]igration) [0-9]+', '\1 N', 'g') $$;
