@@ -59,10 +59,20 @@ extern bool chash_fn_cache_hit(const ChashFnCache *cache, const ChashKeyPart *pa
 
 /*
  * Starts a rebuild: invalidates and empties the cache, records the key,
- * and returns the context to build in.  The caller stores data and sets
- * valid once the build has succeeded (an error mid-build leaves it invalid).
+ * and returns the context to build in.  The caller calls
+ * chash_fn_cache_finish once the build has succeeded (an error mid-build
+ * leaves the cache invalid).
  */
 extern MemoryContext chash_fn_cache_rebuild(ChashFnCache *cache,
 											const ChashKeyPart *parts, int nparts);
+
+/* Stores a finished structure: later rows with the same key reuse it. */
+static inline void *
+chash_fn_cache_finish(ChashFnCache *cache, void *data)
+{
+	cache->data = data;
+	cache->valid = true;
+	return data;
+}
 
 #endif

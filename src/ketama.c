@@ -94,9 +94,7 @@ ketama_cache(FunctionCallInfo fcinfo)
 	pfree(digests);
 	MemoryContextSwitchTo(old);
 	c->set.share_texts = fc->args_constant;
-	fc->data = c;
-	fc->valid = true;
-	return c;
+	return chash_fn_cache_finish(fc, c);
 }
 
 Datum

@@ -118,9 +118,7 @@ maglev_cached_table(FunctionCallInfo fcinfo, ChashFnCache *fc)
 	maglev_build(fcinfo, 1, 2, 3, 4, t);
 	MemoryContextSwitchTo(old);
 	t->set.share_texts = fc->args_constant;
-	fc->data = t;
-	fc->valid = true;
-	return t;
+	return chash_fn_cache_finish(fc, t);
 }
 
 Datum

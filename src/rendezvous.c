@@ -104,9 +104,7 @@ rendezvous_cache(FunctionCallInfo fcinfo, int nodes_arg, int weights_arg, int ha
 	if (c->set.weights)
 		group_weights(c, cxt);
 	c->set.share_texts = fc->args_constant;
-	fc->data = c;
-	fc->valid = true;
-	return c;
+	return chash_fn_cache_finish(fc, c);
 }
 
 /* Every node's score S for the key (SPEC 2.3). */

@@ -206,9 +206,7 @@ ring_cache(FunctionCallInfo fcinfo, int nodes_arg, int vnodes_arg, int weights_a
 	}
 	MemoryContextSwitchTo(old);
 	c->ring.set.share_texts = fc->args_constant;
-	fc->data = c;
-	fc->valid = true;
-	return c;
+	return chash_fn_cache_finish(fc, c);
 }
 
 static inline uint64

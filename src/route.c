@@ -116,22 +116,16 @@ chash_route_for_write(PG_FUNCTION_ARGS)
 	step = route_step(dir, &key, overridden);
 	if (step != NULL && step->fenced)
 	{
-		if (step->slot >= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("tenant \"%.*s\" of directory \"%s\" is being moved", (int) key.len, key.data, dir->name),
-					 errdetail("Slot %d is fenced by step %d of migration " INT64_FORMAT ", which moves it from shard \"%s\" to shard \"%s\".",
-							   key.slot, step->step, step->migration,
-							   text_to_cstring(dir->shards[shard].name), text_to_cstring(step->to_shard)),
-					 errhint("Retry the transaction; writes resume when the step completes.")));
-		else
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("tenant \"%.*s\" of directory \"%s\" is being moved", (int) key.len, key.data, dir->name),
-					 errdetail("The tenant is fenced by step %d of migration " INT64_FORMAT ", which moves it from shard \"%s\" to shard \"%s\".",
-							   step->step, step->migration,
-							   text_to_cstring(dir->shards[shard].name), text_to_cstring(step->to_shard)),
-					 errhint("Retry the transaction; writes resume when the step completes.")));
+		/* A slot step fences every tenant routed by the slot; a tenant step only its tenant. */
+		char	   *what = step->slot >= 0 ? psprintf("Slot %d is", key.slot) : pstrdup("The tenant is");
+
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("tenant \"%.*s\" of directory \"%s\" is being moved", (int) key.len, key.data, dir->name),
+				 errdetail("%s fenced by step %d of migration " INT64_FORMAT ", which moves it from shard \"%s\" to shard \"%s\".",
+						   what, step->step, step->migration,
+						   text_to_cstring(dir->shards[shard].name), text_to_cstring(step->to_shard)),
+				 errhint("Retry the transaction; writes resume when the step completes.")));
 	}
 	PG_RETURN_TEXT_P(dir->shards[shard].name);
 }

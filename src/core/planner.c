@@ -83,6 +83,24 @@ check_shards(const planner_shard *shards, int32_t nshards, double *active_weight
 	return PLANNER_OK;
 }
 
+/* The checks every entry point starts with; owners may be NULL. */
+static planner_status
+check_directory(const planner_shard *shards, int32_t nshards, int32_t slot_count,
+				const int32_t *owners, double *active_weight)
+{
+	planner_status status;
+
+	if (slot_count < 1 || slot_count > PLANNER_MAX_SLOTS)
+		return PLANNER_BAD_SLOT_COUNT;
+	status = check_shards(shards, nshards, active_weight);
+	if (status != PLANNER_OK || owners == NULL)
+		return status;
+	for (int32_t s = 0; s < slot_count; s++)
+		if (owners[s] < 0 || owners[s] >= nshards)
+			return PLANNER_BAD_OWNER;
+	return PLANNER_OK;
+}
+
 planner_status
 planner_slot_targets(const planner_shard *shards, int32_t nshards,
 					 int32_t slot_count, int32_t *targets)
@@ -92,9 +110,7 @@ planner_slot_targets(const planner_shard *shards, int32_t nshards,
 	int64_t		left;
 	planner_status status;
 
-	if (slot_count < 1 || slot_count > PLANNER_MAX_SLOTS)
-		return PLANNER_BAD_SLOT_COUNT;
-	status = check_shards(shards, nshards, &total);
+	status = check_directory(shards, nshards, slot_count, NULL, &total);
 	if (status != PLANNER_OK)
 		return status;
 
@@ -237,14 +253,12 @@ planner_plan_slots(const int32_t *owners, int32_t slot_count,
 				receivers;
 	planner_status status;
 
+	double		weight;
+
 	*nmoves = 0;
-	if (slot_count < 1 || slot_count > PLANNER_MAX_SLOTS)
-		return PLANNER_BAD_SLOT_COUNT;
-	if (nshards < 1)
-		return PLANNER_BAD_SHARD_COUNT;
-	for (int32_t s = 0; s < slot_count; s++)
-		if (owners[s] < 0 || owners[s] >= nshards)
-			return PLANNER_BAD_OWNER;
+	status = check_directory(shards, nshards, slot_count, owners, &weight);
+	if (status != PLANNER_OK)
+		return status;
 
 	/* next[] holds the targets until they are turned into excess/deficit */
 	if (target == NULL)
@@ -494,18 +508,12 @@ planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 	planner_status status;
 
 	*nmoves = 0;
-	if (slot_count < 1 || slot_count > PLANNER_MAX_SLOTS)
-		return PLANNER_BAD_SLOT_COUNT;
-	status = check_shards(shards, nshards, &weight);
+	status = check_directory(shards, nshards, slot_count, owners, &weight);
 	if (status != PLANNER_OK)
 		return status;
 	for (int32_t s = 0; s < slot_count; s++)
-	{
-		if (owners[s] < 0 || owners[s] >= nshards)
-			return PLANNER_BAD_OWNER;
 		if (!isfinite(slot_bytes[s]) || slot_bytes[s] < 0)
 			return PLANNER_BAD_BYTES;
-	}
 	for (int32_t i = 0; i < nshards; i++)
 		if (!isfinite(fixed_bytes[i]) || fixed_bytes[i] < 0)
 			return PLANNER_BAD_BYTES;

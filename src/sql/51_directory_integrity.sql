@@ -250,77 +250,35 @@ CREATE TRIGGER chash_tenant_size_guard BEFORE INSERT OR UPDATE ON @extschema@.ch
     FOR EACH ROW EXECUTE FUNCTION @extschema@.chash_tenant_guard();
 
 -- Version bumps and cache invalidation on every table routing reads.
--- (Transition tables allow one event per trigger, hence three each.)
+-- The directory row itself only invalidates (its version is what changes).
 CREATE TRIGGER chash_directory_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON @extschema@.chash_directory
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
 
-CREATE TRIGGER chash_shard_bump_insert AFTER INSERT ON @extschema@.chash_shard
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_shard_bump_update AFTER UPDATE ON @extschema@.chash_shard
-    REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_shard_bump_delete AFTER DELETE ON @extschema@.chash_shard
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_shard_bump_truncate AFTER TRUNCATE ON @extschema@.chash_shard
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_shard_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.chash_shard
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
-
-CREATE TRIGGER chash_slot_bump_insert AFTER INSERT ON @extschema@.chash_slot
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_slot_bump_update AFTER UPDATE ON @extschema@.chash_slot
-    REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_slot_bump_delete AFTER DELETE ON @extschema@.chash_slot
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_slot_bump_truncate AFTER TRUNCATE ON @extschema@.chash_slot
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_slot_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.chash_slot
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
-
-CREATE TRIGGER chash_override_bump_insert AFTER INSERT ON @extschema@.chash_override
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_override_bump_update AFTER UPDATE ON @extschema@.chash_override
-    REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_override_bump_delete AFTER DELETE ON @extschema@.chash_override
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_override_bump_truncate AFTER TRUNCATE ON @extschema@.chash_override
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_override_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.chash_override
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
-
-CREATE TRIGGER chash_migration_bump_insert AFTER INSERT ON @extschema@.chash_migration
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_bump_update AFTER UPDATE ON @extschema@.chash_migration
-    REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_bump_delete AFTER DELETE ON @extschema@.chash_migration
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_bump_truncate AFTER TRUNCATE ON @extschema@.chash_migration
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.chash_migration
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
-
-CREATE TRIGGER chash_migration_step_bump_insert AFTER INSERT ON @extschema@.chash_migration_step
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_step_bump_update AFTER UPDATE ON @extschema@.chash_migration_step
-    REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_step_bump_delete AFTER DELETE ON @extschema@.chash_migration_step
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_step_bump_truncate AFTER TRUNCATE ON @extschema@.chash_migration_step
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
-CREATE TRIGGER chash_migration_step_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.chash_migration_step
-    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
+-- Transition tables allow one event per trigger, hence one bump trigger per
+-- event on each table; the same five triggers on every table, so a loop.
+DO $$
+DECLARE
+    tab text;
+BEGIN
+    FOREACH tab IN ARRAY ARRAY['chash_shard', 'chash_slot', 'chash_override',
+                               'chash_migration', 'chash_migration_step'] LOOP
+        EXECUTE format($t$
+            CREATE TRIGGER %1$s_bump_insert AFTER INSERT ON @extschema@.%1$s
+                REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
+            CREATE TRIGGER %1$s_bump_update AFTER UPDATE ON @extschema@.%1$s
+                REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
+            CREATE TRIGGER %1$s_bump_delete AFTER DELETE ON @extschema@.%1$s
+                REFERENCING OLD TABLE AS old_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
+            CREATE TRIGGER %1$s_bump_truncate AFTER TRUNCATE ON @extschema@.%1$s
+                FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_bump();
+            CREATE TRIGGER %1$s_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+                ON @extschema@.%1$s
+                FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
+        $t$, tab);
+    END LOOP;
+END
+$$;
