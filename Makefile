@@ -32,6 +32,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies; every object depends on every header.
+$(OBJS): $(wildcard src/*.h src/core/*.h)
+
 $(EXTENSION)--$(EXTVERSION).sql: $(SCRIPT_PARTS)
 	cat $^ > $@
 

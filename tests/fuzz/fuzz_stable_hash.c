@@ -46,6 +46,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (b < 0 || b >= buckets || (b2 != b && b2 != buckets))
 			abort();
+		/* The branch-free blocks must be the paper's loop, bit for bit. */
+		if (b != jump_consistent_hash_loop(h, buckets))
+			abort();
 	}
 	return 0;
 }

@@ -98,6 +98,38 @@ test_jump(void)
 	CHECK(jump_consistent_hash(UINT64_MAX, INT32_MAX) >= 0);
 }
 
+/*
+ * jump_consistent_hash() may run branch-free blocks (jump.c); it must be
+ * the paper's loop bit for bit, for every bucket count's block size and
+ * for keys that need several blocks.
+ */
+static void
+test_jump_matches_loop(void)
+{
+	static const int32_t sizes[] = {2, 3, 7, 8, 9, 31, 32, 33, 63, 64, 65, 127, 128, 1000, 1023,
+		1024, 16383, 16384, 16385, 65536, 1048576, 16777216, 1 << 30, INT32_MAX - 1, INT32_MAX};
+	long		bad = 0;
+
+	for (uint64_t k = 0; k < 200000; k++)
+	{
+		uint64_t	key = fmix64(k);
+
+		for (int32_t n = 1; n <= 130; n++)
+			bad += jump_consistent_hash(key, n) != jump_consistent_hash_loop(key, n);
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			bad += jump_consistent_hash(key, sizes[i]) != jump_consistent_hash_loop(key, sizes[i]);
+	}
+	/* Keys whose generator values sit at the ends of their range. */
+	for (uint64_t k = 0; k < 4096; k++)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		{
+			bad += jump_consistent_hash(k, sizes[i]) != jump_consistent_hash_loop(k, sizes[i]);
+			bad += jump_consistent_hash(UINT64_MAX - k, sizes[i]) !=
+				jump_consistent_hash_loop(UINT64_MAX - k, sizes[i]);
+		}
+	CHECK_EQ_I64(bad, 0);
+}
+
 static void
 test_xxh64(void)
 {
@@ -143,6 +175,7 @@ unit_main(void)
 	test_crc16();
 	test_redis_slot();
 	test_jump();
+	test_jump_matches_loop();
 	test_xxh64();
 	test_md5_prefix();
 	test_cassandra_token();
