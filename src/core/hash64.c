@@ -7,12 +7,6 @@
 #include <xxhash.h>
 
 uint64_t
-xxh64_hash(const void *data, size_t len, uint64_t seed)
-{
-	return (uint64_t) XXH64(data, len, (XXH64_hash_t) seed);
-}
-
-uint64_t
 md5_prefix64(const uint8_t digest[16])
 {
 	uint64_t	v = 0;

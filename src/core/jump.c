@@ -97,29 +97,6 @@ JUMP_BLOCKS_FUNCTION(10)
 JUMP_BLOCKS_FUNCTION(14)
 JUMP_BLOCKS_FUNCTION(20)
 
-/*
- * Rounds per block: about the bit length of buckets, which covers the
- * whole loop for ~93% of keys at any size (ln(buckets) + 1 rounds on
- * average), so the one branch per block is mostly predicted.
- */
-static int32_t
-jump_blocks(uint64_t key, int32_t buckets)
-{
-	int			bits = 32 - __builtin_clz((uint32_t) buckets);
-
-	if (bits <= 3)
-		return jump_blocks_3(key, buckets);
-	if (bits <= 5)
-		return jump_blocks_5(key, buckets);
-	if (bits <= 7)
-		return jump_blocks_7(key, buckets);
-	if (bits <= 10)
-		return jump_blocks_10(key, buckets);
-	if (bits <= 14)
-		return jump_blocks_14(key, buckets);
-	return jump_blocks_20(key, buckets);
-}
-
 static int
 jump_blocks_usable(void)
 {
@@ -142,7 +119,27 @@ jump_consistent_hash(uint64_t key, int32_t buckets)
 		return 0;
 #ifdef JUMP_HAVE_BLOCKS
 	if (jump_blocks_usable())
-		return jump_blocks(key, buckets);
+	{
+		/*
+		 * Rounds per block: about the bit length of buckets, which covers
+		 * the whole loop for ~93% of keys at any size (ln(buckets) + 1
+		 * rounds on average), so the one branch per block is mostly
+		 * predicted.
+		 */
+		int			bits = 32 - __builtin_clz((uint32_t) buckets);
+
+		if (bits <= 3)
+			return jump_blocks_3(key, buckets);
+		if (bits <= 5)
+			return jump_blocks_5(key, buckets);
+		if (bits <= 7)
+			return jump_blocks_7(key, buckets);
+		if (bits <= 10)
+			return jump_blocks_10(key, buckets);
+		if (bits <= 14)
+			return jump_blocks_14(key, buckets);
+		return jump_blocks_20(key, buckets);
+	}
 #endif
 	return jump_consistent_hash_loop(key, buckets);
 }
