@@ -2,7 +2,8 @@
 """chash benchmark: per-row cost of each function as a ratio to a builtin.
 
 Every case is `SELECT sum(<expression>) FROM <table>` (the expression must be
-an integer; wrap a text result in length()) over the same rows, run
+an integer; wrap a text result in octet_length(), which reads only the
+header, where length() would count characters) over the same rows, run
 in one session with parallel workers and JIT off.  Cases run round-robin,
 RUNS times each, and we keep each case's median execution time
 (EXPLAIN ANALYZE, TIMING OFF).  Two ratios are printed against the case's

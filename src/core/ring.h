@@ -83,7 +83,12 @@ int			ring_index_bits(size_t count);
 void		ring_index_build(const uint64_t *positions, size_t count, int bits,
 							 uint32_t *index);
 
-/* ring_find through the bucket index: a binary search of one bucket. */
+/*
+ * ring_find through the bucket index.  Buckets hold about one point, and
+ * a search whose length varies by key mispredicts; so a bucket of up to
+ * two points (~97% of them) is counted without branches, larger ones are
+ * searched.  count must be >= 1.
+ */
 static inline size_t
 ring_find_indexed(const uint64_t *positions, size_t count, const uint32_t *index,
 				  int bits, uint64_t pos)
@@ -92,15 +97,25 @@ ring_find_indexed(const uint64_t *positions, size_t count, const uint32_t *index
 	size_t		lo = index[b];
 	size_t		hi = index[b + 1];
 
-	while (lo < hi)
+	if (hi - lo <= 2)
 	{
-		size_t		mid = lo + (hi - lo) / 2;
+		/* Clamped reads stay inside the array; the masks drop them. */
+		size_t		i0 = lo < count ? lo : count - 1;
+		size_t		i1 = lo + 1 < count ? lo + 1 : count - 1;
 
-		if (positions[mid] < pos)
-			lo = mid + 1;
-		else
-			hi = mid;
+		lo += (size_t) ((lo < hi) & (positions[i0] < pos)) +
+			(size_t) ((lo + 1 < hi) & (positions[i1] < pos));
 	}
+	else
+		while (lo < hi)
+		{
+			size_t		mid = lo + (hi - lo) / 2;
+
+			if (positions[mid] < pos)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
 	return lo == count ? 0 : lo;
 }
 
