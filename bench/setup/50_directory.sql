@@ -26,3 +26,10 @@ INSERT INTO chash_override (directory, tenant, shard)
 SELECT 'bench_big', 'whale-' || i, 's' || (1 + i % 8) FROM generate_series(1, 100000) AS i;
 DROP TABLE IF EXISTS bench_one;
 CREATE TABLE bench_one AS SELECT 'tenant-1'::text AS k;
+
+-- Planning: 1,048,576 slots over 64 shards, the 64th just added (it owns
+-- nothing; the plan moves 1/64 of the slots onto it).
+SELECT chash_drop_directory(name) FROM chash_directory WHERE name = 'bench_plan';
+SELECT chash_create_directory('bench_plan', array_agg('p' || i ORDER BY i), 1048576)
+FROM generate_series(1, 63) AS i;
+SELECT chash_add_shard('bench_plan', 'p64');

@@ -749,8 +749,8 @@ test_speed(void)
 			slots_time * 1000);
 	fprintf(stderr, "speed: 'bytes' plan of 1,048,576 slots over 64 shards: %.1f ms (%d moves)\n",
 			bytes_time * 1000, n);
-	CHECK(slots_time < 2.0);
-	CHECK(bytes_time < 2.0);
+	/* Printed, not asserted: speed targets are checked by bench/run, as
+	 * ratios in one run, never by a timed test. */
 	free(owners);
 	free(bytes);
 	free(moves);

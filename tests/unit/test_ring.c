@@ -233,8 +233,8 @@ test_build_time(void)
 	build_ring(&xxh, &nodes, 160, NULL, &ring);
 	seconds = (double) (clock() - start) / CLOCKS_PER_SEC;
 	printf("ring of 1,000 nodes x 160 vnodes (xxh64) built in %.1f ms\n", seconds * 1000);
+	/* Printed, not asserted: bench/run measures the build in SQL. */
 	CHECK_EQ_U64(ring.count, 160000);
-	CHECK(seconds < 0.5);
 	for (size_t p = 1; p < ring.count; p++)
 		if (ring.positions[p - 1] > ring.positions[p])
 		{
