@@ -52,8 +52,24 @@ jump_block(uint64_t *key, __m128d *b, __m128d *answer, __m128d n, int rounds, in
 #pragma GCC unroll 32
 	for (int i = 0; i < rounds; i++)
 	{
+		uint64_t	r;
+
 		k = *key * mul + add;
-		f[i] = (double) (INT64_C(1) << 31) / (double) (int64_t) ((k >> 33) + 1);
+		r = (k >> 33) + 1;
+		if (first && i == 0)
+		{
+			/*
+			 * The very first round has b = 0: its j is trunc(2^31 / r),
+			 * which is floor(2^31 / r) (2^31 / r is either an integer or
+			 * at least 2^-31 of itself away from one, far beyond a
+			 * double's rounding), an integer division that is shorter
+			 * than convert, divide and truncate.
+			 */
+			*b = _mm_set_sd((double) (int64_t) (UINT32_C(0x80000000) / (uint32_t) r));
+			f[i] = 0;
+		}
+		else
+			f[i] = (double) (INT64_C(1) << 31) / (double) (int64_t) r;
 		add = add * JUMP_LCG_MULTIPLIER + 1;
 		mul *= JUMP_LCG_MULTIPLIER;
 	}
@@ -63,10 +79,9 @@ jump_block(uint64_t *key, __m128d *b, __m128d *answer, __m128d n, int rounds, in
 	for (int i = 0; i < rounds; i++)
 	{
 		__m128d		fi = _mm_set_sd(f[i]);
-		/* The very first round has b = 0, so y = f. */
-		__m128d		y = (first && i == 0) ? fi : _mm_fmadd_sd(*b, fi, fi);
 
-		*b = _mm_round_sd(y, y, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+		if (!(first && i == 0))
+			*b = _mm_round_sd(*b, _mm_fmadd_sd(*b, fi, fi), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
 		*answer = _mm_max_sd(*answer, _mm_and_pd(*b, _mm_cmplt_sd(*b, n)));
 	}
 }
