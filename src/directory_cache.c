@@ -357,7 +357,8 @@ load_shards(RouteDirectory *dir, text *name, Snapshot snapshot, tenant_map *shar
 	table_close(rel, AccessShareLock);
 
 	map_capacity = tenant_map_capacity(dir->nshards);
-	tenant_map_init(shard_map, palloc0(sizeof(tenant_map_entry) * map_capacity), map_capacity);
+	tenant_map_init(shard_map, palloc0(sizeof(tenant_map_entry) * map_capacity), map_capacity,
+					NULL, 0);
 	for (int i = 0; i < dir->nshards; i++)
 	{
 		text	   *n = dir->shards[i].name;
@@ -419,8 +420,10 @@ static void
 build_tenant_map(tenant_map *map, PendingTenant *items, int count)
 {
 	size_t		capacity = tenant_map_capacity(count);
+	size_t		words = tenant_map_filter_words(count);
 
-	tenant_map_init(map, palloc0(sizeof(tenant_map_entry) * capacity), capacity);
+	tenant_map_init(map, palloc0(sizeof(tenant_map_entry) * capacity), capacity,
+					palloc0(sizeof(uint64) * words), words);
 	for (int i = 0; i < count; i++)
 		tenant_map_put(map, xxh64_hash(items[i].data, items[i].len, 0),
 					   items[i].data, items[i].len, items[i].value);

@@ -282,12 +282,26 @@ tenant_map_capacity(size_t count)
 	return capacity;
 }
 
+size_t
+tenant_map_filter_words(size_t count)
+{
+	size_t		words = 1;
+
+	/* 16 bits a key: about 1.4% of absent keys pass the two-bit test. */
+	while (words * 64 < count * 16 && words < ((size_t) 1 << 18))
+		words *= 2;
+	return words;
+}
+
 void
-tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacity)
+tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacity,
+				uint64_t *filter, size_t filter_words)
 {
 	map->entries = entries;
 	map->mask = (uint32_t) (capacity - 1);
 	map->count = 0;
+	map->filter = filter;
+	map->filter_mask = filter ? (uint32_t) (filter_words * 64 - 1) : 0;
 }
 
 int
@@ -299,6 +313,14 @@ tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len, in
 
 		if (e->key == NULL)
 		{
+			if (map->filter != NULL)
+			{
+				uint32_t	a = (uint32_t) (hash >> 40) & map->filter_mask;
+				uint32_t	b = (uint32_t) (hash >> 16) & map->filter_mask;
+
+				map->filter[a / 64] |= UINT64_C(1) << (a % 64);
+				map->filter[b / 64] |= UINT64_C(1) << (b % 64);
+			}
 			e->hash = hash;
 			e->key = key;
 			e->len = len;

@@ -87,6 +87,12 @@ int			largest_remainder_split(const double *weights, int count, int64_t total,
 /*
  * tenant_map: open addressing on a 64-bit key hash, load factor <= 1/2.
  * Keys are byte strings owned by the caller; values are int32.
+ *
+ * An optional filter (two bits per key, ~16 bits of filter per key) answers
+ * most lookups of absent keys from a few kilobytes that stay in cache: a
+ * routing lookup is mostly of a tenant that is not pinned, and probing a
+ * large table for it costs a cache miss (about 18 ns a row with 10,000
+ * pins, against 56 for the whole route).
  */
 typedef struct tenant_map_entry
 {
@@ -99,6 +105,8 @@ typedef struct tenant_map_entry
 typedef struct tenant_map
 {
 	tenant_map_entry *entries;
+	uint64_t   *filter;			/* NULL: no filter */
+	uint32_t	filter_mask;	/* filter bits - 1; bits are a power of 2 */
 	uint32_t	mask;			/* capacity - 1; capacity is a power of 2 */
 	uint32_t	count;
 } tenant_map;
@@ -106,12 +114,30 @@ typedef struct tenant_map
 /* Entries needed to hold count keys. */
 size_t		tenant_map_capacity(size_t count);
 
-/* entries: zeroed memory of tenant_map_capacity(count) entries. */
-void		tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacity);
+/* 64-bit words of filter for count keys (0 .. 2^18 words). */
+size_t		tenant_map_filter_words(size_t count);
+
+/*
+ * entries: zeroed memory of tenant_map_capacity(count) entries; filter:
+ * NULL, or zeroed memory of tenant_map_filter_words(count) words.
+ */
+void		tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacity,
+							uint64_t *filter, size_t filter_words);
 
 /* Inserts or replaces; returns 1 when the key was new, 0 when replaced. */
 int			tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len,
 						   int32_t value);
+
+/* The two filter bits of a hash: bits 40..63 and 16..39, independent of
+ * each other and of the table index (the low bits). */
+static inline int
+tenant_map_filter_has(const tenant_map *map, uint64_t hash)
+{
+	uint32_t	a = (uint32_t) (hash >> 40) & map->filter_mask;
+	uint32_t	b = (uint32_t) (hash >> 16) & map->filter_mask;
+
+	return (map->filter[a / 64] >> (a % 64)) & (map->filter[b / 64] >> (b % 64)) & 1;
+}
 
 /* The key's entry, or NULL. */
 static inline const tenant_map_entry *
@@ -120,6 +146,8 @@ tenant_map_get(const tenant_map *map, uint64_t hash, const char *key, uint32_t l
 	uint32_t	i;
 
 	if (map->count == 0)
+		return NULL;
+	if (map->filter != NULL && !tenant_map_filter_has(map, hash))
 		return NULL;
 	for (i = (uint32_t) hash & map->mask;; i = (i + 1) & map->mask)
 	{
