@@ -10,23 +10,13 @@ PG_FUNCTION_INFO_V1(chash_jump_text);
 PG_FUNCTION_INFO_V1(chash_mod_int8);
 PG_FUNCTION_INFO_V1(chash_mod_text);
 
-static void
-check_positive(int32 n, const char *argname)
-{
-	if (n < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be at least 1", argname),
-				 errdetail("The value given was %d.", n)));
-}
-
 Datum
 chash_jump_int8(PG_FUNCTION_ARGS)
 {
 	uint64		key = (uint64) PG_GETARG_INT64(0);
 	int32		buckets = PG_GETARG_INT32(1);
 
-	check_positive(buckets, "number of buckets");
+	chash_check_at_least_one(buckets, "number of buckets");
 	PG_RETURN_INT32(jump_consistent_hash(key, buckets));
 }
 
@@ -36,7 +26,7 @@ chash_jump_text(PG_FUNCTION_ARGS)
 	text	   *key = PG_GETARG_TEXT_PP(0);
 	int32		buckets = PG_GETARG_INT32(1);
 
-	check_positive(buckets, "number of buckets");
+	chash_check_at_least_one(buckets, "number of buckets");
 	PG_RETURN_INT32(jump_consistent_hash(xxh64_hash(CHASH_TEXT_DATA(key), CHASH_TEXT_LEN(key), 0),
 									  buckets));
 }
@@ -47,7 +37,7 @@ chash_mod_int8(PG_FUNCTION_ARGS)
 	uint64		key = (uint64) PG_GETARG_INT64(0);
 	int32		n = PG_GETARG_INT32(1);
 
-	check_positive(n, "modulus");
+	chash_check_at_least_one(n, "modulus");
 	PG_RETURN_INT32((int32) (key % (uint64) n));
 }
 
@@ -57,6 +47,6 @@ chash_mod_text(PG_FUNCTION_ARGS)
 	text	   *key = PG_GETARG_TEXT_PP(0);
 	int32		n = PG_GETARG_INT32(1);
 
-	check_positive(n, "modulus");
+	chash_check_at_least_one(n, "modulus");
 	PG_RETURN_INT32((int32) (xxh64_hash(CHASH_TEXT_DATA(key), CHASH_TEXT_LEN(key), 0) % (uint64) n));
 }

@@ -62,16 +62,6 @@ chash_node_text(const ChashNodeSet *set, int i)
 													set->list.lengths[i]));
 }
 
-void
-chash_check_at_least_one(int32 value, const char *argname)
-{
-	if (value < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be at least 1", argname),
-				 errdetail("The value given was %d.", value)));
-}
-
 bool
 chash_any_arg_null(FunctionCallInfo fcinfo, const int *args, int nargs)
 {

@@ -40,9 +40,6 @@ extern void chash_node_set_read(FunctionCallInfo fcinfo, int nodes_arg, const ch
  */
 extern Datum chash_node_text(const ChashNodeSet *set, int i);
 
-/* 22023 unless value >= 1. */
-extern void chash_check_at_least_one(int32 value, const char *argname);
-
 /* True when any of the arguments is NULL. */
 extern bool chash_any_arg_null(FunctionCallInfo fcinfo, const int *args, int nargs);
 

@@ -62,9 +62,12 @@ spi_value(int row, int col, bool *isnull)
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
 }
 
-/* Index of name among the sorted shard names, or -1. */
+/*
+ * Index of the name (len bytes, no NUL) among the sorted shard names, or
+ * -1.  It compares in place: this runs once per slot row.
+ */
 static int32
-shard_index(const plan_input *in, const char *name)
+shard_index(const plan_input *in, const char *name, int len)
 {
 	int32		lo = 0;
 	int32		hi = in->nshards - 1;
@@ -72,7 +75,10 @@ shard_index(const plan_input *in, const char *name)
 	while (lo <= hi)
 	{
 		int32		mid = lo + (hi - lo) / 2;
-		int			c = strcmp(in->names[mid], name);
+		int			c = strncmp(in->names[mid], name, len);
+
+		if (c == 0 && in->names[mid][len] != '\0')
+			c = 1;				/* longer, with name as its prefix */
 
 		if (c == 0)
 			return mid;
@@ -110,8 +116,8 @@ read_owners(const char *schema, text *directory, plan_input *in)
 		{
 			bool		isnull;
 			int32		slot = DatumGetInt32(spi_value((int) r, 1, &isnull));
-			char	   *name = TextDatumGetCString(spi_value((int) r, 2, &isnull));
-			int32		i = shard_index(in, name);
+			text	   *name = DatumGetTextPP(spi_value((int) r, 2, &isnull));
+			int32		i = shard_index(in, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
 
 			if (slot != count || count >= in->slot_count || i < 0)
 				ereport(ERROR,
@@ -119,7 +125,6 @@ read_owners(const char *schema, text *directory, plan_input *in)
 						 errmsg("slot owners of directory \"%s\" do not match its %d slots and its shards",
 								text_to_cstring(directory), in->slot_count)));
 			in->owners[count++] = i;
-			pfree(name);
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}

@@ -20,14 +20,23 @@ PG_FUNCTION_INFO_V1(chash_route_int8);
 PG_FUNCTION_INFO_V1(chash_route_explain);
 PG_FUNCTION_INFO_V1(chash_route_for_write);
 
-Datum
-chash_slot(PG_FUNCTION_ARGS)
+/* The directory (argument 0) and the key of a text tenant (argument 1). */
+static inline RouteDirectory *
+text_route_key(FunctionCallInfo fcinfo, RouteKey *key)
 {
 	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
 	text	   *tenant = PG_GETARG_TEXT_PP(1);
+
+	route_key_init(dir, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), key);
+	return dir;
+}
+
+Datum
+chash_slot(PG_FUNCTION_ARGS)
+{
 	RouteKey	key;
 
-	route_key_init(dir, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &key);
+	(void) text_route_key(fcinfo, &key);
 	PG_RETURN_INT32(key.slot);
 }
 
@@ -43,12 +52,10 @@ owner_of(RouteDirectory *dir, RouteKey *key, bool *overridden)
 Datum
 chash_route(PG_FUNCTION_ARGS)
 {
-	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
-	text	   *tenant = PG_GETARG_TEXT_PP(1);
 	RouteKey	key;
+	RouteDirectory *dir = text_route_key(fcinfo, &key);
 	bool		overridden;
 
-	route_key_init(dir, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &key);
 	/* the cache's own copy: it lives until the transaction ends */
 	PG_RETURN_TEXT_P(dir->shards[owner_of(dir, &key, &overridden)].name);
 }
@@ -71,16 +78,14 @@ Datum
 chash_route_explain(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
-	text	   *tenant = PG_GETARG_TEXT_PP(1);
 	RouteKey	key;
+	RouteDirectory *dir = text_route_key(fcinfo, &key);
 	bool		overridden;
 	int32		shard;
 	RouteStep  *step;
 	Datum		values[7];
 	bool		nulls[7] = {false};
 
-	route_key_init(dir, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &key);
 	shard = owner_of(dir, &key, &overridden);
 	step = route_step(dir, &key, overridden);
 
@@ -104,14 +109,12 @@ chash_route_explain(PG_FUNCTION_ARGS)
 Datum
 chash_route_for_write(PG_FUNCTION_ARGS)
 {
-	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
-	text	   *tenant = PG_GETARG_TEXT_PP(1);
 	RouteKey	key;
+	RouteDirectory *dir = text_route_key(fcinfo, &key);
 	bool		overridden;
 	int32		shard;
 	RouteStep  *step;
 
-	route_key_init(dir, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &key);
 	shard = owner_of(dir, &key, &overridden);
 	step = route_step(dir, &key, overridden);
 	if (step != NULL && step->fenced)

@@ -314,13 +314,12 @@ tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len, in
 		if (e->key == NULL)
 		{
 			if (map->filter != NULL)
-			{
-				uint32_t	a = (uint32_t) (hash >> 40) & map->filter_mask;
-				uint32_t	b = (uint32_t) (hash >> 16) & map->filter_mask;
+				for (int which = 0; which < 2; which++)
+				{
+					uint32_t	bit = tenant_map_filter_bit(map, hash, which);
 
-				map->filter[a / 64] |= UINT64_C(1) << (a % 64);
-				map->filter[b / 64] |= UINT64_C(1) << (b % 64);
-			}
+					map->filter[bit / 64] |= UINT64_C(1) << (bit % 64);
+				}
 			e->hash = hash;
 			e->key = key;
 			e->len = len;

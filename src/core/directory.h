@@ -128,13 +128,20 @@ void		tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacit
 int			tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len,
 						   int32_t value);
 
-/* The two filter bits of a hash: bits 40..63 and 16..39, independent of
- * each other and of the table index (the low bits). */
+/* Filter bit `which` (0 or 1) of a hash: from bits 40..63 and 16..39,
+ * independent of each other and of the table index (the low bits). */
+static inline uint32_t
+tenant_map_filter_bit(const tenant_map *map, uint64_t hash, int which)
+{
+	return (uint32_t) (hash >> (which ? 16 : 40)) & map->filter_mask;
+}
+
+/* Whether both filter bits of a hash are set. */
 static inline int
 tenant_map_filter_has(const tenant_map *map, uint64_t hash)
 {
-	uint32_t	a = (uint32_t) (hash >> 40) & map->filter_mask;
-	uint32_t	b = (uint32_t) (hash >> 16) & map->filter_mask;
+	uint32_t	a = tenant_map_filter_bit(map, hash, 0);
+	uint32_t	b = tenant_map_filter_bit(map, hash, 1);
 
 	return (map->filter[a / 64] >> (a % 64)) & (map->filter[b / 64] >> (b % 64)) & 1;
 }

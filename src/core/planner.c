@@ -482,9 +482,20 @@ best_slot_for_gap(const sized_slot *sorted, int32_t *right, int32_t *left,
 	return -1;
 }
 
+/*
+ * Records the move of sorted slot p from shard `from` to `to` and takes p
+ * out of the remaining positions (links it to its neighbours in both
+ * union-find forests).
+ */
 static void
-remove_position(int32_t *right, int32_t *left, int32_t p)
+move_slot(const sized_slot *sorted, int32_t p, int32_t from, int32_t to,
+		  double *load, int32_t *right, int32_t *left, planner_move *move)
 {
+	move->slot = sorted[p].slot;
+	move->from = from;
+	move->to = to;
+	load[from] -= sorted[p].bytes;
+	load[to] += sorted[p].bytes;
 	right[p] = p + 1;
 	left[p + 1] = p;
 }
@@ -562,13 +573,7 @@ planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 		{
 			int32_t		r = lowest_excess(load, target, shards, nshards);
 
-			moves[n].slot = sorted[p].slot;
-			moves[n].from = d;
-			moves[n].to = r;
-			n++;
-			load[d] -= sorted[p].bytes;
-			load[r] += sorted[p].bytes;
-			remove_position(right, left, p);
+			move_slot(sorted, p, d, r, load, right, left, &moves[n++]);
 		}
 	}
 
@@ -618,13 +623,7 @@ planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 		}
 		if (p < 0)
 			break;
-		moves[n].slot = sorted[p].slot;
-		moves[n].from = d;
-		moves[n].to = r;
-		n++;
-		load[d] -= sorted[p].bytes;
-		load[r] += sorted[p].bytes;
-		remove_position(right, left, p);
+		move_slot(sorted, p, d, r, load, right, left, &moves[n++]);
 	}
 	*nmoves = n;
 	return PLANNER_OK;
