@@ -50,13 +50,12 @@ chash_hasher_from_text(text *name)
 }
 
 void
-chash_check_at_least_one(int32 value, const char *argname)
+chash_report_below_one(int32 value, const char *argname)
 {
-	if (value < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be at least 1", argname),
-				 errdetail("The value given was %d.", value)));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s must be at least 1", argname),
+			 errdetail("The value given was %d.", value)));
 }
 
 static void

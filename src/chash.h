@@ -28,8 +28,15 @@ extern void chash_server_md5(const void *data, size_t len, uint8_t out[16]);
 /* Parses a hash family argument; 22023 for an unknown name. */
 extern hasher64 chash_hasher_from_text(text *name);
 
-/* 22023 unless value >= 1. */
-extern void chash_check_at_least_one(int32 value, const char *argname);
+/* 22023 unless value >= 1; inline, as it runs on per-row paths. */
+extern void chash_report_below_one(int32 value, const char *argname) pg_attribute_noreturn();
+
+static inline void
+chash_check_at_least_one(int32 value, const char *argname)
+{
+	if (unlikely(value < 1))
+		chash_report_below_one(value, argname);
+}
 
 /*
  * Reads a node array.  argname names the argument in messages.  Elements
