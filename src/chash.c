@@ -9,6 +9,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/md5.h>
 
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
 PG_MODULE_MAGIC;
@@ -128,7 +129,8 @@ chash_node_list_from_array(ArrayType *arr, const char *argname, ChashNodeList *l
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s must not contain duplicates", argname),
 					 errdetail("\"%.*s\" appears more than once.",
-							   list->lengths[order[i]], list->names[order[i]])));
+							   chash_quote_len(list->names[order[i]], list->lengths[order[i]]),
+							   list->names[order[i]])));
 	}
 	pfree(order);
 	pfree(elems);
@@ -180,4 +182,12 @@ chash_weights_from_array(ArrayType *arr, int count)
 	pfree(elems);
 	pfree(nulls);
 	return weights;
+}
+
+int
+chash_quote_len(const char *data, size_t len)
+{
+	if (len <= CHASH_QUOTE_MAX)
+		return (int) len;
+	return pg_mbcliplen(data, (int) Min(len, (size_t) CHASH_QUOTE_MAX * 4), CHASH_QUOTE_MAX);
 }

@@ -58,6 +58,15 @@ extern double *chash_weights_from_array(ArrayType *arr, int count);
  */
 extern int32 chash_pg_partition_of(Oid typid, Datum value, int32 modulus);
 
+/*
+ * User text quoted in a message: at most CHASH_QUOTE_MAX bytes, cut on a
+ * character boundary of the database encoding (SPEC 0), so a huge tenant
+ * cannot flood the log and a cut never splits a character.  Use as
+ * errmsg("... \"%.*s\" ...", chash_quote_len(data, len), data).
+ */
+#define CHASH_QUOTE_MAX 200
+extern int	chash_quote_len(const char *data, size_t len);
+
 /* Text argument bytes without copying a short varlena. */
 #define CHASH_TEXT_DATA(t) VARDATA_ANY(t)
 #define CHASH_TEXT_LEN(t) VARSIZE_ANY_EXHDR(t)
