@@ -7,16 +7,21 @@
 #   make demo        the README demo on a throwaway cluster
 
 EXTENSION = chash
-EXTVERSION = 1.0
+EXTVERSION = 1.1
 MODULE_big = chash
 
 CORE_SRCS = $(sort $(wildcard src/core/*.c))
 GLUE_SRCS = $(sort $(wildcard src/*.c))
 OBJS = $(GLUE_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
 
-# The install script is assembled from one file per concept, in name order.
-SCRIPT_PARTS = $(sort $(wildcard src/sql/*.sql))
-DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+# chash--1.0.sql is the released 1.0 install script, frozen byte for byte
+# (make check-release).  Each later version is an upgrade script assembled
+# from one file per concept, in name order; a fresh install runs 1.0 and
+# then the upgrades, as contrib's extensions do.
+RELEASED_1_0_SHA256 = c1b3ba62e23bfcbad92eaf352713d055febdc991333e1cd3dcdfc2e38cfa35a5
+UPGRADES = 1.0--1.1
+DATA = $(EXTENSION)--1.0.sql
+DATA_built = $(foreach u,$(UPGRADES),$(EXTENSION)--$(u).sql)
 
 REGRESS := $(sort $(notdir $(basename $(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
@@ -37,11 +42,21 @@ include $(PGXS)
 # the per-row paths).
 $(CORE_SRCS:.c=.o): CFLAGS += -fvisibility=hidden
 
-# PGXS tracks no header dependencies; every object depends on every header.
-$(OBJS): $(wildcard src/*.h src/core/*.h)
+# PGXS tracks no header dependencies; every object depends on every header,
+# and so does the JIT bitcode PGXS installs beside the library (a stale .bc
+# would be inlined by the JIT in place of the new code).
+$(OBJS) $(OBJS:.o=.bc): $(wildcard src/*.h src/core/*.h)
 
-$(EXTENSION)--$(EXTVERSION).sql: $(SCRIPT_PARTS)
+$(EXTENSION)--1.0--1.1.sql: $(sort $(wildcard src/sql/1.0--1.1/*.sql))
 	cat $^ > $@
+
+# The released script must not change, and the control file must name the
+# newest version.
+check-release:
+	@echo "$(RELEASED_1_0_SHA256)  $(EXTENSION)--1.0.sql" | sha256sum --quiet -c - \
+		|| { echo "$(EXTENSION)--1.0.sql differs from the released 1.0"; exit 1; }
+	@grep -q "^default_version = '$(EXTVERSION)'$$" $(EXTENSION).control \
+		|| { echo "$(EXTENSION).control does not default to $(EXTVERSION)"; exit 1; }
 
 # ---- core unit tests: every tests/unit/test_*.c is its own program ----
 UNIT_TESTS = $(sort $(wildcard tests/unit/test_*.c))
@@ -93,4 +108,4 @@ bench: install
 demo:
 	scripts/demo
 
-.PHONY: unit fuzz bench demo
+.PHONY: unit fuzz bench demo check-release

@@ -1,0 +1,133 @@
+# ALTER EXTENSION chash UPDATE from a used 1.0 database gives exactly the
+# catalog of a fresh install of the default version: functions (whole
+# definitions), tables (columns, defaults, constraints, indexes, triggers
+# and whether they fire on replicas), views, sequences, comments,
+# privileges and the objects pg_dump dumps.  The 1.0 database holds
+# directories, pins and a migration with a step in flight, which must route
+# the same after the update (an upgrade step that rewrites or rejects
+# existing rows would show here).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->start;
+
+my $default = $node->safe_psql('postgres',
+	q{SELECT default_version FROM pg_available_extensions WHERE name = 'chash'});
+isnt($default, '1.0', "the default version is newer than the released 1.0 ($default)");
+
+# Every object of the extension, described by what a user can observe.
+my $catalog = q{
+WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'chash'),
+members AS (
+    SELECT d.classid, d.objid FROM pg_depend d, ext
+    WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'),
+rels AS (SELECT objid AS oid FROM members WHERE classid = 'pg_class'::regclass),
+lines AS (
+    SELECT 'object ' || pg_describe_object(classid, objid, 0) AS line FROM members
+    UNION ALL
+    SELECT 'function ' || p.oid::regprocedure || E'\n' ||
+           CASE WHEN p.prokind IN ('f', 'p', 'w') THEN pg_get_functiondef(p.oid) ELSE p.prokind::text END ||
+           E'\nacl ' || coalesce(p.proacl::text, 'default') ||
+           E'\ncomment ' || coalesce(obj_description(p.oid, 'pg_proc'), '-')
+    FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+    UNION ALL
+    SELECT 'relation ' || c.oid::regclass || ' kind ' || c.relkind::text ||
+           ' acl ' || coalesce(c.relacl::text, 'default') ||
+           ' options ' || coalesce(c.reloptions::text, '-') ||
+           ' rls ' || c.relrowsecurity || '/' || c.relforcerowsecurity ||
+           ' comment ' || coalesce(obj_description(c.oid, 'pg_class'), '-')
+    FROM pg_class c JOIN rels r ON r.oid = c.oid
+    UNION ALL
+    SELECT 'column ' || a.attrelid::regclass || '.' || a.attname || ' ' ||
+           format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END ||
+           ' default ' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), '-') ||
+           ' acl ' || coalesce(a.attacl::text, 'default') ||
+           ' comment ' || coalesce(col_description(a.attrelid, a.attnum), '-')
+    FROM pg_attribute a JOIN rels r ON r.oid = a.attrelid
+    LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+    WHERE a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL
+    SELECT 'constraint ' || co.conrelid::regclass || ' ' || co.conname || ' ' ||
+           pg_get_constraintdef(co.oid) ||
+           CASE WHEN co.condeferrable THEN ' deferrable' ELSE '' END ||
+           CASE WHEN co.convalidated THEN '' ELSE ' not valid' END
+    FROM pg_constraint co JOIN rels r ON r.oid = co.conrelid
+    UNION ALL
+    SELECT 'index ' || pg_get_indexdef(i.indexrelid)
+    FROM pg_index i JOIN rels r ON r.oid = i.indrelid
+    UNION ALL
+    SELECT 'trigger ' || pg_get_triggerdef(t.oid) || ' enabled ' || t.tgenabled::text
+    FROM pg_trigger t JOIN rels r ON r.oid = t.tgrelid WHERE NOT t.tgisinternal
+    UNION ALL
+    SELECT 'policy ' || po.polrelid::regclass || ' ' || po.polname || ' ' || po.polcmd::text
+    FROM pg_policy po JOIN rels r ON r.oid = po.polrelid
+    UNION ALL
+    SELECT 'view ' || c.oid::regclass || E'\n' || pg_get_viewdef(c.oid)
+    FROM pg_class c JOIN rels r ON r.oid = c.oid WHERE c.relkind = 'v'
+    UNION ALL
+    SELECT 'sequence ' || s.seqrelid::regclass || ' ' || format_type(s.seqtypid, NULL) || ' ' ||
+           s.seqstart || ' ' || s.seqincrement || ' ' || s.seqmax || ' ' || s.seqmin || ' ' || s.seqcycle
+    FROM pg_sequence s JOIN rels r ON r.oid = s.seqrelid
+    UNION ALL
+    SELECT 'dumped ' || x.cfg::regclass || ' where ' || coalesce(x.cond, '-')
+    FROM pg_extension e, unnest(e.extconfig, e.extcondition) AS x(cfg, cond)
+    WHERE e.extname = 'chash')
+SELECT string_agg(line, E'\n' ORDER BY line) FROM lines};
+
+# What the data routes to, and the directory state a client sees.
+my $state = q{
+SELECT string_agg(chash_directory_snapshot(name)::text, E'\n' ORDER BY name) || E'\n' ||
+       (SELECT string_agg(t || ' ' || chash_route('orgs', t), ',' ORDER BY t)
+        FROM (SELECT 'tenant-' || i AS t FROM generate_series(1, 300) i) k) || E'\n' ||
+       (SELECT string_agg(chash_route('users', i::bigint), ',' ORDER BY i) FROM generate_series(-50, 50) i)
+FROM chash_directory};
+
+my $setup = q{
+    SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 4096, weights => ARRAY[2, 1, 1]);
+    SELECT chash_create_directory('users', ARRAY['u1', 'u2'], 64, 'pg_hash', key_type => 'bigint');
+    SELECT chash_add_shard('orgs', 's4');
+    SELECT chash_pin('orgs', 'tenant-' || i, 's4', 'whale') FROM generate_series(1, 20) AS i;
+    SELECT chash_pin('users', '-7', 'u1');
+    SELECT chash_migration_start('orgs', max_moves => 10);
+    SELECT * FROM chash_step_claim((SELECT max(id) FROM chash_migration));
+    SELECT chash_step_fence(m, 1) FROM (SELECT max(id) m FROM chash_migration) x;
+    SELECT * FROM chash_step_claim((SELECT max(id) FROM chash_migration));
+    SELECT chash_step_complete(m, 2) FROM (SELECT max(id) m FROM chash_migration) x;
+};
+
+$node->safe_psql('postgres', 'CREATE DATABASE upgraded');
+$node->safe_psql('upgraded', q{CREATE EXTENSION chash VERSION '1.0'});
+is($node->safe_psql('upgraded', q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
+	'1.0', 'the released 1.0 installs');
+$node->safe_psql('upgraded', $setup);
+my $before = $node->safe_psql('upgraded', $state);
+like($before, qr/"steps": \[\{/, '1.0 database has a step in flight');
+
+$node->safe_psql('upgraded', 'ALTER EXTENSION chash UPDATE');
+is($node->safe_psql('upgraded', q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
+	$default, "ALTER EXTENSION UPDATE reaches $default");
+is($node->safe_psql('upgraded', $state), $before, 'routing and snapshots unchanged by the update');
+
+$node->safe_psql('postgres', 'CREATE DATABASE fresh');
+$node->safe_psql('fresh', 'CREATE EXTENSION chash');
+my $fresh_catalog = $node->safe_psql('fresh', $catalog);
+my $upgraded_catalog = $node->safe_psql('upgraded', $catalog);
+cmp_ok(length($fresh_catalog), '>', 10000, 'the catalog description is not empty');
+is($upgraded_catalog, $fresh_catalog, 'updated catalog equals a fresh install');
+
+# The same state built on the fresh install routes the same way.
+$node->safe_psql('fresh', $setup);
+is($node->safe_psql('fresh', $state), $before, 'fresh install routes the same state identically');
+
+# The released 1.0 is still what installs as 1.0.
+$node->safe_psql('postgres', 'CREATE DATABASE old');
+$node->safe_psql('old', q{CREATE EXTENSION chash VERSION '1.0'});
+isnt($node->safe_psql('old', $catalog), $fresh_catalog,
+	'1.0 and the default version differ (the comparison can tell them apart)');
+
+done_testing();
