@@ -10,6 +10,7 @@
 #include <openssl/md5.h>
 
 #include "mb/pg_wchar.h"
+#include "utils/guc.h"
 #include "utils/builtins.h"
 
 PG_MODULE_MAGIC;
@@ -190,4 +191,14 @@ chash_quote_len(const char *data, size_t len)
 	if (len <= CHASH_QUOTE_MAX)
 		return (int) len;
 	return pg_mbcliplen(data, (int) Min(len, (size_t) CHASH_QUOTE_MAX * 4), CHASH_QUOTE_MAX);
+}
+
+int
+chash_pin_search_path(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
 }

@@ -67,6 +67,16 @@ extern int32 chash_pg_partition_of(Oid typid, Datum value, int32 modulus);
 #define CHASH_QUOTE_MAX 200
 extern int	chash_quote_len(const char *data, size_t len);
 
+/*
+ * The extension's own SQL (run through SPI) must not resolve operators or
+ * functions through the caller's search_path: a schema placed before
+ * pg_catalog could run its "=" with the caller's rights.  This opens a GUC
+ * nest level with search_path = pg_catalog, pg_temp; the caller closes it
+ * with AtEOXact_GUC(true, level) (an error closes it by itself), and may
+ * set more options at the same level.
+ */
+extern int	chash_pin_search_path(void);
+
 /* Text argument bytes without copying a short varlena. */
 #define CHASH_TEXT_DATA(t) VARDATA_ANY(t)
 #define CHASH_TEXT_LEN(t) VARSIZE_ANY_EXHDR(t)

@@ -15,6 +15,7 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/uuid.h"
@@ -59,6 +60,7 @@ chash_create_directory(PG_FUNCTION_ARGS)
 	char	   *sql;
 	Oid			argtypes[4];
 	Datum		args[4];
+	int			guc_level;
 
 	require_argument(fcinfo, 0, "directory name");
 	require_argument(fcinfo, 1, "shards");
@@ -141,6 +143,7 @@ chash_create_directory(PG_FUNCTION_ARGS)
 	}
 
 	schema = directory_schema_quoted();
+	guc_level = chash_pin_search_path();
 	SPI_connect();
 
 	argtypes[0] = TEXTOID;
@@ -189,6 +192,7 @@ chash_create_directory(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_execute_with_args failed");
 
 	SPI_finish();
+	AtEOXact_GUC(true, guc_level);
 	PG_RETURN_VOID();
 }
 

@@ -160,9 +160,10 @@ read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in)
 	 * nested loops: a 'bytes' plan over 300,000 sizes and 100,000 pins ran
 	 * for minutes.  Hash joins are linear whatever the estimates, so turn
 	 * nested loops off for these queries only, as RI_Initial_Check sets
-	 * work_mem for its own (undone by AtEOXact_GUC below, or on error).
+	 * work_mem for its own (undone by AtEOXact_GUC below, or on error),
+	 * at the level that pins search_path.
 	 */
-	save_nestlevel = NewGUCNestLevel();
+	save_nestlevel = chash_pin_search_path();
 	(void) set_config_option("enable_nestloop", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	initStringInfo(&sql);
