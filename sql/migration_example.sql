@@ -35,7 +35,7 @@ BEGIN
         SELECT * INTO s FROM chash_step_claim(migration);
         EXIT WHEN NOT FOUND;
         COMMIT;
-        -- copy the rows of slot s.slot from s.from_shard to s.to_shard
+        -- copy the step's rows (see docs/migrations.md) from s.from_shard to s.to_shard
         PERFORM chash_step_fence(migration, s.step);
         COMMIT;
         -- copy the rows written since the first copy, then flip
