@@ -202,3 +202,17 @@ chash_pin_search_path(void)
 							 GUC_ACTION_SAVE, true, 0, false);
 	return level;
 }
+
+PG_FUNCTION_INFO_V1(chash_message_text);
+
+/* SQL's view of chash_quote_len, for the messages of plpgsql functions. */
+Datum
+chash_message_text(PG_FUNCTION_ARGS)
+{
+	text	   *value = PG_GETARG_TEXT_PP(0);
+	int			len = chash_quote_len(VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+
+	if (len == VARSIZE_ANY_EXHDR(value))
+		PG_RETURN_TEXT_P(value);
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(VARDATA_ANY(value), len));
+}
