@@ -7,6 +7,7 @@
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 
 #include "bounded.h"
 #include "chash_ring.h"
@@ -65,6 +66,7 @@ chash_bounded_assign(PG_FUNCTION_ARGS)
 		text	   *t = DatumGetTextPP(keys[k]);
 
 		key_positions[k] = hash64(&ring.set.hasher, CHASH_TEXT_DATA(t), CHASH_TEXT_LEN(t));
+		chash_check_interrupts_every(k);
 	}
 	capacity = palloc(sizeof(int64) * n);
 	for (int i = 0; i < n; i++)
@@ -77,7 +79,7 @@ chash_bounded_assign(PG_FUNCTION_ARGS)
 	on_ring = palloc(n);
 	if (bounded_assign(ring.positions, ring.owners, ring.count, n, capacity,
 					   key_positions, (size_t) nkeys, load, assigned, first,
-					   on_ring) != BOUNDED_OK)
+					   on_ring, chash_check_interrupts) != BOUNDED_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the nodes on the ring cannot hold all the keys"),
@@ -92,6 +94,7 @@ chash_bounded_assign(PG_FUNCTION_ARGS)
 		Datum		values[3];
 		bool		vnulls[3] = {false, false, false};
 
+		chash_check_interrupts_every(k);
 		values[0] = keys[k];
 		values[1] = names[assigned[k]];
 		values[2] = names[first[k]];

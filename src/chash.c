@@ -9,9 +9,12 @@
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/md5.h>
 
+#include "miscadmin.h"
 #include "mb/pg_wchar.h"
 #include "utils/guc.h"
 #include "utils/builtins.h"
+
+#include "sort.h"
 
 PG_MODULE_MAGIC;
 
@@ -36,6 +39,12 @@ chash_server_md5(const void *data, size_t len, uint8_t out[16])
 				 errmsg("could not compute MD5 digest")));
 }
 
+void
+chash_check_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
 hasher64
 chash_hasher_from_text(text *name)
 {
@@ -45,7 +54,9 @@ chash_hasher_from_text(text *name)
 								&hasher.family) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unrecognized hash family \"%s\"", text_to_cstring(name)),
+				 errmsg("unrecognized hash family \"%.*s\"",
+						chash_quote_len(CHASH_TEXT_DATA(name), CHASH_TEXT_LEN(name)),
+						CHASH_TEXT_DATA(name)),
 				 errhint("Valid hash families are \"xxh64\" and \"md5\".")));
 	hasher.md5 = chash_server_md5;
 	return hasher;
@@ -70,13 +81,10 @@ check_one_dimension(ArrayType *arr, const char *argname)
 }
 
 /* Orders node indexes by name bytes, to find duplicates in n log n. */
-static const ChashNodeList *sort_list;
-
 static int
-compare_node_index(const void *a, const void *b)
+compare_node_index(const void *ctx, int32_t i, int32_t j)
 {
-	int			i = *(const int *) a;
-	int			j = *(const int *) b;
+	const ChashNodeList *sort_list = ctx;
 	int			li = sort_list->lengths[i];
 	int			lj = sort_list->lengths[j];
 	int			c = memcmp(sort_list->names[i], sort_list->names[j], Min(li, lj));
@@ -92,7 +100,7 @@ chash_node_list_from_array(ArrayType *arr, const char *argname, ChashNodeList *l
 	Datum	   *elems;
 	bool	   *nulls;
 	int			count;
-	int		   *order;
+	int32	   *order;
 
 	check_one_dimension(arr, argname);
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &count);
@@ -104,7 +112,7 @@ chash_node_list_from_array(ArrayType *arr, const char *argname, ChashNodeList *l
 	list->count = count;
 	list->names = palloc(sizeof(char *) * count);
 	list->lengths = palloc(sizeof(int) * count);
-	order = palloc(sizeof(int) * count);
+	order = palloc(sizeof(int32) * count);
 	for (int i = 0; i < count; i++)
 	{
 		text	   *t;
@@ -121,11 +129,10 @@ chash_node_list_from_array(ArrayType *arr, const char *argname, ChashNodeList *l
 		order[i] = i;
 	}
 
-	sort_list = list;
-	qsort(order, count, sizeof(int), compare_node_index);
+	sort_indexes(order, count, compare_node_index, list, chash_check_interrupts);
 	for (int i = 1; i < count; i++)
 	{
-		if (compare_node_index(&order[i - 1], &order[i]) == 0)
+		if (compare_node_index(list, order[i - 1], order[i]) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s must not contain duplicates", argname),

@@ -13,6 +13,7 @@
 #include "utils/array.h"
 
 #include "hash64.h"
+#include "interrupt.h"
 
 /* A 1-D text[] argument, checked: no NULLs, not empty, no duplicates. */
 typedef struct ChashNodeList
@@ -21,6 +22,20 @@ typedef struct ChashNodeList
 	const char **names;			/* pointers into the detoasted array */
 	int		   *lengths;
 } ChashNodeList;
+
+/*
+ * CHECK_FOR_INTERRUPTS as the core's interrupt_check: long builds call it
+ * now and then, so statement_timeout and pg_cancel_backend stop them.
+ */
+extern void chash_check_interrupts(void);
+
+/* Every CHASH_INTERRUPT_ROWS iterations of a glue loop over an argument's elements. */
+#define CHASH_INTERRUPT_ROWS INTERRUPT_INTERVAL
+#define chash_check_interrupts_every(i) \
+	do { \
+		if (((i) & (CHASH_INTERRUPT_ROWS - 1)) == CHASH_INTERRUPT_ROWS - 1) \
+			CHECK_FOR_INTERRUPTS(); \
+	} while (0)
 
 /* The server's MD5 as a md5_digest_fn (ERROR on failure). */
 extern void chash_server_md5(const void *data, size_t len, uint8_t out[16]);

@@ -59,25 +59,30 @@ ketama_cache(FunctionCallInfo fcinfo)
 					 errdetail("Ketama divides in single precision, where the sum of the weights is %s.", total == 0 ? "zero" : "infinite")));
 	}
 	digests = palloc(sizeof(uint32) * n);
-	c->count = 0;
-	for (int i = 0; i < n; i++)
+	switch (ketama_digest_counts(c->set.weights, c->set.total_weight, n, digests, &c->count))
 	{
-		/* Without weights libketama's 40 digests each (SPEC 2.5). */
-		digests[i] = c->set.weights ?
-			ketama_digest_count(c->set.weights[i], c->set.total_weight, n) :
-			KETAMA_DIGESTS_PER_SERVER;
-		c->count += 4 * (size_t) digests[i];
+		case KETAMA_OK:
+			break;
+		case KETAMA_TOO_MANY_POINTS:
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ketama continuum would have too many points"),
+					 errdetail("A continuum has at most %d points (160 per server).", RING_MAX_POINTS)));
+			break;
+		case KETAMA_NO_POINTS:
+			/* Lookups need a point: an empty continuum would be read out of bounds. */
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ketama continuum would have no points"),
+					 errdetail("In single precision every server's weight rounds to zero points."),
+					 errhint("Use larger weights.")));
+			break;
 	}
-	if (c->count > RING_MAX_POINTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("ketama continuum would have too many points"),
-				 errdetail("A continuum has at most %d points (160 per server).", RING_MAX_POINTS)));
 	points = palloc(sizeof(ring_point) * c->count);
 	scratch = palloc(c->set.max_length + 1 + DECIMAL_UINT32_MAX_LEN);
 	ketama_generate_points(chash_server_md5, c->set.list.names, c->set.list.lengths,
-						   n, digests, scratch, points);
-	ring_sort_points(points, c->count);
+						   n, digests, scratch, points, chash_check_interrupts);
+	ring_sort_points(points, c->count, chash_check_interrupts);
 	c->positions = palloc(sizeof(uint64) * c->count);
 	c->owners = palloc(sizeof(int32) * c->count);
 	for (size_t p = 0; p < c->count; p++)

@@ -4,6 +4,7 @@
 #include "chash.h"
 
 #include "funcapi.h"
+#include "miscadmin.h"
 
 #include "fn_cache.h"
 #include "maglev.h"
@@ -28,6 +29,7 @@ maglev_build(FunctionCallInfo fcinfo, int backends_arg, int size_arg, int weight
 	uint32	   *offsets;
 	uint32	   *skips;
 	uint32	   *next;
+	uint64	   *turns;
 	char	   *scratch;
 	int			n;
 
@@ -62,15 +64,23 @@ maglev_build(FunctionCallInfo fcinfo, int backends_arg, int size_arg, int weight
 	offsets = palloc(sizeof(uint32) * n);
 	skips = palloc(sizeof(uint32) * n);
 	next = palloc(sizeof(uint32) * n);
+	turns = t->set.weights ? palloc(sizeof(uint64) * n) : NULL;
 	scratch = palloc(t->set.max_length + 8);
 	for (int i = 0; i < n; i++)
+	{
+		/* Two hashes per backend, up to 16,777,213 backends: seconds with MD5. */
+		chash_check_interrupts_every(i);
 		maglev_permutation(&t->set.hasher, t->set.list.names[i], t->set.list.lengths[i],
 						   t->size, scratch, &offsets[i], &skips[i]);
+	}
 	t->table = palloc(sizeof(int32) * t->size);
-	maglev_populate(t->size, n, offsets, skips, t->set.weights, next, t->table);
+	maglev_populate(t->size, n, offsets, skips, t->set.weights, next, turns, t->table,
+					chash_check_interrupts);
 	pfree(offsets);
 	pfree(skips);
 	pfree(next);
+	if (turns)
+		pfree(turns);
 	pfree(scratch);
 }
 
@@ -142,6 +152,8 @@ chash_maglev_table(PG_FUNCTION_ARGS)
 		Datum		values[2];
 		bool		nulls[2] = {false, false};
 
+		/* Up to 16,777,213 rows into the tuplestore: seconds. */
+		chash_check_interrupts_every(s);
 		values[0] = Int32GetDatum((int32) s);
 		values[1] = names[t.table[s]];
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

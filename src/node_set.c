@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "miscadmin.h"
 #include "utils/builtins.h"
 
 void
@@ -48,8 +49,11 @@ chash_node_set_read(FunctionCallInfo fcinfo, int nodes_arg, const char *argname,
 	}
 	set->texts = palloc(sizeof(Datum) * set->list.count);
 	for (int i = 0; i < set->list.count; i++)
+	{
 		set->texts[i] = PointerGetDatum(cstring_to_text_with_len(set->list.names[i],
 																 set->list.lengths[i]));
+		chash_check_interrupts_every(i);
+	}
 	MemoryContextSwitchTo(old);
 }
 

@@ -4,6 +4,7 @@
 #include "chash.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 
 #include "redis_slot.h"
 
@@ -47,6 +48,8 @@ chash_redis_same_slot(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("keys must not contain null elements"),
 					 errdetail("Element %d is null.", i + 1)));
+		/* A keys array can hold a hundred million keys. */
+		chash_check_interrupts_every(i);
 		t = (text *) PG_DETOAST_DATUM_PACKED(elems[i]);
 		slot = redis_cluster_slot(CHASH_TEXT_DATA(t), CHASH_TEXT_LEN(t));
 		if (first < 0)

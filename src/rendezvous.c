@@ -4,6 +4,7 @@
 #include "chash.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 
 #include "fn_cache.h"
@@ -28,49 +29,6 @@ typedef struct RendezvousCache
 	char	   *joined;			/* per-call scratch: node ':' key (md5 family) */
 	Size		joined_size;
 } RendezvousCache;
-
-/* Numbers the distinct positive weights (n log n; equal doubles group). */
-static const double *sort_weights;
-
-static int
-compare_weight_index(const void *a, const void *b)
-{
-	double		x = sort_weights[*(const int *) a];
-	double		y = sort_weights[*(const int *) b];
-
-	return (x > y) - (x < y);
-}
-
-static void
-group_weights(RendezvousCache *c, MemoryContext cxt)
-{
-	int			n = c->set.list.count;
-	int		   *order = palloc(sizeof(int) * n);
-
-	c->group_of = MemoryContextAlloc(cxt, sizeof(int32) * n);
-	c->group_weight = MemoryContextAlloc(cxt, sizeof(double) * n);
-	c->group_best = MemoryContextAlloc(cxt, sizeof(int32) * n);
-	for (int i = 0; i < n; i++)
-		order[i] = i;
-	sort_weights = c->set.weights;
-	qsort(order, n, sizeof(int), compare_weight_index);
-	c->ngroups = 0;
-	for (int j = 0; j < n; j++)
-	{
-		int			i = order[j];
-		double		w = c->set.weights[i];
-
-		if (!(w > 0))
-		{
-			c->group_of[i] = -1;
-			continue;
-		}
-		if (c->ngroups == 0 || c->group_weight[c->ngroups - 1] != w)
-			c->group_weight[c->ngroups++] = w;
-		c->group_of[i] = c->ngroups - 1;
-	}
-	pfree(order);
-}
 
 /* The cached node set of (nodes, weights, hash), rebuilt when they change. */
 static RendezvousCache *
@@ -100,9 +58,21 @@ rendezvous_cache(FunctionCallInfo fcinfo, int nodes_arg, int weights_arg, int ha
 	c->bids = MemoryContextAlloc(cxt, sizeof(double) * n);
 	c->top = MemoryContextAlloc(cxt, sizeof(int32) * n);
 	for (int i = 0; i < n; i++)
+	{
+		chash_check_interrupts_every(i);
 		c->node_hashes[i] = xxh64_hash(c->set.list.names[i], c->set.list.lengths[i], 0);
+	}
 	if (c->set.weights)
-		group_weights(c, cxt);
+	{
+		int32	   *order = palloc(sizeof(int32) * n);
+
+		c->group_of = MemoryContextAlloc(cxt, sizeof(int32) * n);
+		c->group_weight = MemoryContextAlloc(cxt, sizeof(double) * n);
+		c->group_best = MemoryContextAlloc(cxt, sizeof(int32) * n);
+		c->ngroups = rendezvous_group_weights(c->set.weights, n, order, c->group_of,
+											  c->group_weight, chash_check_interrupts);
+		pfree(order);
+	}
 	c->set.share_texts = fc->args_constant;
 	return chash_fn_cache_finish(fc, c);
 }

@@ -7,6 +7,7 @@
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 
@@ -14,6 +15,7 @@
 #include "fn_cache.h"
 #include "joined_hash.h"
 #include "ring.h"
+#include "sort.h"
 
 PG_FUNCTION_INFO_V1(chash_ring_lookup);
 PG_FUNCTION_INFO_V1(chash_ring_replicas);
@@ -56,8 +58,8 @@ chash_ring_build(FunctionCallInfo fcinfo, int nodes_arg, int vnodes_arg,
 	points = palloc(sizeof(ring_point) * total);
 	scratch = palloc(ring->set.max_length + 1 + DECIMAL_UINT32_MAX_LEN);
 	ring_generate_points(&ring->set.hasher, ring->set.list.names, ring->set.list.lengths,
-						 n, counts, scratch, points);
-	ring_sort_points(points, total);
+						 n, counts, scratch, points, chash_check_interrupts);
+	ring_sort_points(points, total, chash_check_interrupts);
 
 	ring->count = total;
 	ring->positions = palloc(sizeof(uint64) * total);
@@ -96,13 +98,10 @@ typedef struct RingCache
 } RingCache;
 
 /* Zone strings, sorted by bytes to number them. */
-static const ChashNodeList *zone_sort_list;
-
 static int
-compare_zone_index(const void *a, const void *b)
+compare_zone_index(const void *ctx, int32_t i, int32_t j)
 {
-	int			i = *(const int *) a;
-	int			j = *(const int *) b;
+	const ChashNodeList *zone_sort_list = ctx;
 	int			li = zone_sort_list->lengths[i];
 	int			lj = zone_sort_list->lengths[j];
 	int			c = memcmp(zone_sort_list->names[i], zone_sort_list->names[j], Min(li, lj));
@@ -122,7 +121,7 @@ read_zones(FunctionCallInfo fcinfo, int zones_arg, RingCache *c)
 	bool	   *nulls;
 	int			count;
 	ChashNodeList zones;
-	int		   *order;
+	int32	   *order;
 	int			next_id = -1;
 	bool	   *zone_has_points;
 
@@ -139,7 +138,7 @@ read_zones(FunctionCallInfo fcinfo, int zones_arg, RingCache *c)
 	zones.count = n;
 	zones.names = palloc(sizeof(char *) * n);
 	zones.lengths = palloc(sizeof(int) * n);
-	order = palloc(sizeof(int) * n);
+	order = palloc(sizeof(int32) * n);
 	for (int i = 0; i < n; i++)
 	{
 		text	   *t;
@@ -154,12 +153,11 @@ read_zones(FunctionCallInfo fcinfo, int zones_arg, RingCache *c)
 		zones.lengths[i] = CHASH_TEXT_LEN(t);
 		order[i] = i;
 	}
-	zone_sort_list = &zones;
-	qsort(order, n, sizeof(int), compare_zone_index);
+	sort_indexes(order, n, compare_zone_index, &zones, chash_check_interrupts);
 	c->zone_of = palloc(sizeof(int32) * n);
 	for (int i = 0; i < n; i++)
 	{
-		if (i == 0 || compare_zone_index(&order[i - 1], &order[i]) != 0)
+		if (i == 0 || compare_zone_index(&zones, order[i - 1], order[i]) != 0)
 			next_id++;
 		c->zone_of[order[i]] = next_id;
 	}
@@ -283,6 +281,8 @@ chash_ring_points(PG_FUNCTION_ARGS)
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
+		/* Up to RING_MAX_POINTS rows into the tuplestore: seconds. */
+		chash_check_interrupts_every(p);
 		values[0] = chash_node_text(&ring.set, ring.owners[p]);
 		values[1] = Int32GetDatum(ring.vnode_of[p]);
 		values[2] = Int64GetDatum((int64) ring.positions[p]);
@@ -319,6 +319,7 @@ chash_ring_shares(PG_FUNCTION_ARGS)
 		double		share;
 
 		/* uint64 to double rounds correctly; the scaling by 2^-64 is exact. */
+		chash_check_interrupts_every(i);
 		share = (whole >= 0) ? (i == whole ? 1.0 : 0.0) : ldexp((double) arcs[i], -64);
 		values[0] = chash_node_text(&ring.set, i);
 		values[1] = Int32GetDatum(points[i]);

@@ -30,9 +30,10 @@ bounded_assign(const uint64_t *positions, const int32_t *owners,
 			   size_t count, int nnodes, const int64_t *capacity,
 			   const uint64_t *key_positions, size_t nkeys,
 			   int64_t *load, int32_t *assigned, int32_t *first,
-			   uint8_t *on_ring)
+			   uint8_t *on_ring, interrupt_check check)
 {
 	uint64_t	room = 0;
+	interrupt_counter counter = {check, 0};
 
 	/* Only nodes with points can take keys: check they have room for all. */
 	memset(on_ring, 0, (size_t) nnodes);
@@ -47,14 +48,24 @@ bounded_assign(const uint64_t *positions, const int32_t *owners,
 	for (size_t k = 0; k < nkeys; k++)
 	{
 		size_t		p = ring_find(positions, count, key_positions[k]);
+		size_t		steps = 1;
 
 		first[k] = owners[p];
 		/* Terminates: some node on the ring still has room. */
 		while (load[owners[p]] >= capacity[owners[p]])
+		{
 			if (++p == count)
 				p = 0;
+			/* A walk past full nodes can be long: it counts as work too. */
+			if (++steps == INTERRUPT_INTERVAL)
+			{
+				interrupt_charge(&counter, steps);
+				steps = 0;
+			}
+		}
 		assigned[k] = owners[p];
 		load[owners[p]]++;
+		interrupt_charge(&counter, steps);
 	}
 	return BOUNDED_OK;
 }

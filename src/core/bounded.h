@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "interrupt.h"
+
 typedef enum bounded_status
 {
 	BOUNDED_OK = 0,
@@ -31,12 +33,12 @@ int64_t		bounded_capacity(double epsilon, size_t nkeys, int nnodes,
  * points.  capacity[i] is node i's capacity; load (nnodes entries) must be
  * zero.  Writes each key's node to assigned and the plain ring owner to
  * first.  Fails, placing nothing, when the nodes that have points cannot
- * hold nkeys keys.
+ * hold nkeys keys.  check (may be NULL) is called now and then.
  */
 bounded_status bounded_assign(const uint64_t *positions, const int32_t *owners,
 							  size_t count, int nnodes, const int64_t *capacity,
 							  const uint64_t *key_positions, size_t nkeys,
 							  int64_t *load, int32_t *assigned, int32_t *first,
-							  uint8_t *on_ring);
+							  uint8_t *on_ring, interrupt_check check);
 
 #endif

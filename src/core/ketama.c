@@ -25,13 +25,32 @@ ketama_digest_count(double weight, double total, int nservers)
 	return (uint32_t) digests;
 }
 
+ketama_status
+ketama_digest_counts(const double *weights, double total, int nservers,
+					 uint32_t *digests, size_t *points)
+{
+	size_t		sum = 0;
+
+	for (int i = 0; i < nservers; i++)
+	{
+		digests[i] = weights ? ketama_digest_count(weights[i], total, nservers) :
+			KETAMA_DIGESTS_PER_SERVER;
+		sum += 4 * (size_t) digests[i];
+		if (sum > RING_MAX_POINTS)
+			return KETAMA_TOO_MANY_POINTS;
+	}
+	*points = sum;
+	return sum == 0 ? KETAMA_NO_POINTS : KETAMA_OK;
+}
+
 void
 ketama_generate_points(md5_digest_fn md5, const char *const *names,
 					   const int *lengths, int nservers,
 					   const uint32_t *digests, char *scratch,
-					   ring_point *points)
+					   ring_point *points, interrupt_check check)
 {
 	size_t		p = 0;
+	interrupt_counter counter = {check, 0};
 
 	for (int i = 0; i < nservers; i++)
 	{
@@ -51,6 +70,7 @@ ketama_generate_points(md5_digest_fn md5, const char *const *names,
 				points[p].vnode = (int32_t) (4 * k + (uint32_t) h);
 				p++;
 			}
+			interrupt_charge(&counter, 4);
 		}
 	}
 }

@@ -8,7 +8,10 @@
  * floor(r * q_i) > floor((r - 1) * q_i), q_i = w_i / max(w), in double
  * precision.  The heaviest backends turn every round, a backend of half
  * that weight every second round, weight 0 never; equal weights are the
- * paper's loop.
+ * paper's loop.  The turns are not found by asking every backend every
+ * round (rounds x backends, hours for one heavy backend among many of
+ * weight 0) but by computing each backend's next turn: the cost follows
+ * the turns taken, about M log N.
  */
 #ifndef CHASH_CORE_MAGLEV_H
 #define CHASH_CORE_MAGLEV_H
@@ -17,6 +20,7 @@
 #include <stdint.h>
 
 #include "hash64.h"
+#include "interrupt.h"
 
 /* Largest table accepted (the prime below 2^24). */
 #define MAGLEV_MAX_TABLE_SIZE 16777213
@@ -45,11 +49,13 @@ void		maglev_permutation(const hasher64 *hasher, const char *name, size_t len,
 
 /*
  * Fills table[0 .. M-1] with backend indexes.  weights may be NULL
- * (unweighted); otherwise at least one must be > 0.  next is caller
- * scratch of n uint32_t.
+ * (unweighted); otherwise at least one must be > 0.  next (n uint32_t)
+ * and turns (n uint64_t; unused when weights is NULL) are caller scratch.
+ * check (may be NULL) is called now and then.
  */
 void		maglev_populate(uint32_t table_size, int n, const uint32_t *offsets,
 							const uint32_t *skips, const double *weights,
-							uint32_t *next, int32_t *table);
+							uint32_t *next, uint64_t *turns, int32_t *table,
+							interrupt_check check);
 
 #endif

@@ -5,6 +5,8 @@
 
 #include <math.h>
 
+#include "sort.h"
+
 double
 rendezvous_unit_interval(uint64_t score)
 {
@@ -59,12 +61,91 @@ ranks_before(double ba, uint64_t sa, int a, double bb, uint64_t sb, int b)
 	return a < b;
 }
 
+/* Ranks up to this k by insertion (k steps per node); beyond, through a heap. */
+#define TOP_BY_INSERTION 8
+
+/* Whether node a ranks after node b: the heap keeps the worst kept node on top. */
+static inline int
+ranks_after(const uint64_t *scores, const double *bids, int32_t a, int32_t b)
+{
+	return ranks_before(bids ? bids[b] : 0, scores[b], b, bids ? bids[a] : 0, scores[a], a);
+}
+
+static void
+sift_worst(const uint64_t *scores, const double *bids, int32_t *heap, int count, int at)
+{
+	int32_t		item = heap[at];
+
+	for (;;)
+	{
+		int			child = 2 * at + 1;
+
+		if (child >= count)
+			break;
+		if (child + 1 < count && ranks_after(scores, bids, heap[child + 1], heap[child]))
+			child++;
+		if (!ranks_after(scores, bids, heap[child], item))
+			break;
+		heap[at] = heap[child];
+		at = child;
+	}
+	heap[at] = item;
+}
+
+/* rendezvous_top for a large k: out is a heap of the k best so far, worst on top. */
+static int
+top_by_heap(const uint64_t *scores, const double *weights, int n, int k,
+			double *bids, int32_t *out)
+{
+	const double *b = weights ? bids : NULL;
+	int			found = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		if (weights)
+		{
+			if (!(weights[i] > 0))
+				continue;
+			bids[i] = rendezvous_weighted_bid(scores[i], weights[i]);
+		}
+		if (found < k)
+		{
+			/* Sift up. */
+			int			at = found++;
+
+			while (at > 0 && ranks_after(scores, b, i, out[(at - 1) / 2]))
+			{
+				out[at] = out[(at - 1) / 2];
+				at = (at - 1) / 2;
+			}
+			out[at] = i;
+		}
+		else if (ranks_after(scores, b, out[0], i))
+		{
+			out[0] = i;
+			sift_worst(scores, b, out, found, 0);
+		}
+	}
+	/* Heapsort: the worst goes last, so the list ends best first. */
+	for (int end = found; end > 1; end--)
+	{
+		int32_t		worst = out[0];
+
+		out[0] = out[end - 1];
+		out[end - 1] = worst;
+		sift_worst(scores, b, out, end - 1, 0);
+	}
+	return found;
+}
+
 int
 rendezvous_top(const uint64_t *scores, const double *weights, int n, int k,
 			   double *bids, int32_t *out)
 {
 	int			found = 0;
 
+	if (k > TOP_BY_INSERTION)
+		return top_by_heap(scores, weights, n, k, bids, out);
 	for (int i = 0; i < n; i++)
 	{
 		double		bid = 0;
@@ -133,4 +214,40 @@ rendezvous_weighted_winner(const uint64_t *scores, const int32_t *group_of,
 		}
 	}
 	return winner;
+}
+
+static int
+compare_weights(const void *ctx, int32_t a, int32_t b)
+{
+	const double *weights = ctx;
+
+	return (weights[a] > weights[b]) - (weights[a] < weights[b]);
+}
+
+int
+rendezvous_group_weights(const double *weights, int n, int32_t *order,
+						 int32_t *group_of, double *group_weight,
+						 interrupt_check check)
+{
+	int			ngroups = 0;
+
+	/* Sorted by weight, equal weights are neighbours: n log n, not n per group. */
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	sort_indexes(order, (size_t) n, compare_weights, weights, check);
+	for (int j = 0; j < n; j++)
+	{
+		int32_t		i = order[j];
+		double		w = weights[i];
+
+		if (!(w > 0))
+		{
+			group_of[i] = -1;
+			continue;
+		}
+		if (ngroups == 0 || group_weight[ngroups - 1] != w)
+			group_weight[ngroups++] = w;
+		group_of[i] = ngroups - 1;
+	}
+	return ngroups;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "hash64.h"
+#include "interrupt.h"
 
 /* Score of the xxh64 family: one key hash per call, one mix per node. */
 static inline uint64_t
@@ -58,7 +59,9 @@ double		rendezvous_weighted_bid(uint64_t score, double weight);
  * score.  Weighted: nodes of weight 0 never bid; the rest by bid, then by
  * score (so equal weights rank exactly like no weights), then index.
  * bids is caller scratch of n doubles (unused when unweighted).  k must
- * not exceed the nodes that bid.  Returns k.
+ * not exceed the nodes that bid.  Returns k.  n log k: a small k is
+ * ranked by insertion, a large one through a heap (the order is total, so
+ * both give the same list).
  */
 int			rendezvous_top(const uint64_t *scores, const double *weights, int n, int k,
 						   double *bids, int32_t *out);
@@ -75,5 +78,16 @@ int			rendezvous_top(const uint64_t *scores, const double *weights, int n, int k
 int			rendezvous_weighted_winner(const uint64_t *scores, const int32_t *group_of,
 									   int n, const double *group_weight, int ngroups,
 									   int32_t *group_best);
+
+/*
+ * Groups the nodes for rendezvous_weighted_winner: numbers the distinct
+ * positive weights in ascending order into group_weight and sets
+ * group_of[i] (-1 for weight 0).  order is caller scratch of n int32_t.
+ * Sorts, so check (may be NULL) is called now and then.  Returns the
+ * number of groups.
+ */
+int			rendezvous_group_weights(const double *weights, int n, int32_t *order,
+									 int32_t *group_of, double *group_weight,
+									 interrupt_check check);
 
 #endif

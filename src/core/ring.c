@@ -4,7 +4,6 @@
 #include "ring.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "joined_hash.h"
@@ -33,9 +32,10 @@ ring_point_counts(int32_t vnodes, const double *weights, int nnodes,
 void
 ring_generate_points(const hasher64 *hasher, const char *const *names,
 					 const int *lengths, int nnodes, const int32_t *counts,
-					 char *scratch, ring_point *points)
+					 char *scratch, ring_point *points, interrupt_check check)
 {
 	size_t		p = 0;
+	interrupt_counter counter = {check, 0};
 
 	for (int i = 0; i < nnodes; i++)
 	{
@@ -49,27 +49,32 @@ ring_generate_points(const hasher64 *hasher, const char *const *names,
 			points[p].node = i;
 			points[p].vnode = j;
 			p++;
+			interrupt_charge(&counter, 1);
 		}
 	}
 }
 
-static int
-compare_points(const void *a, const void *b)
+/* (position, node, vnode) is unique per point: a strict total order. */
+static inline int
+point_before(const ring_point *x, const ring_point *y)
 {
-	const ring_point *x = a;
-	const ring_point *y = b;
-
 	if (x->position != y->position)
-		return x->position < y->position ? -1 : 1;
+		return x->position < y->position;
 	if (x->node != y->node)
-		return x->node < y->node ? -1 : 1;
-	return (x->vnode > y->vnode) - (x->vnode < y->vnode);
+		return x->node < y->node;
+	return x->vnode < y->vnode;
 }
 
+#define SORT_NAME sort_ring_points
+#define SORT_ELEMENT ring_point
+#define SORT_CONTEXT const void *
+#define SORT_BEFORE(a, b, ctx) ((void) (ctx), point_before(a, b))
+#include "sort_template.h"
+
 void
-ring_sort_points(ring_point *points, size_t count)
+ring_sort_points(ring_point *points, size_t count, interrupt_check check)
 {
-	qsort(points, count, sizeof(ring_point), compare_points);
+	sort_ring_points(points, count, NULL, check);
 }
 
 int

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "hash64.h"
+#include "interrupt.h"
 
 /* Upper bound on the points of one ring (memory stays in the hundreds of MB). */
 #define RING_MAX_POINTS 10000000
@@ -42,14 +43,15 @@ ring_status ring_point_counts(int32_t vnodes, const double *weights, int nnodes,
 /*
  * Writes the unsorted points of every node: point j of node i is at
  * H(name_i || '#' || j).  scratch must hold the longest name plus
- * 1 + DECIMAL_UINT32_MAX_LEN bytes.
+ * 1 + DECIMAL_UINT32_MAX_LEN bytes.  check (may be NULL) is called now and
+ * then (interrupt.h).
  */
 void		ring_generate_points(const hasher64 *hasher, const char *const *names,
 								 const int *lengths, int nnodes, const int32_t *counts,
-								 char *scratch, ring_point *points);
+								 char *scratch, ring_point *points, interrupt_check check);
 
-/* Sorts points by (position unsigned, node, vnode). */
-void		ring_sort_points(ring_point *points, size_t count);
+/* Sorts points by (position unsigned, node, vnode), calling check now and then. */
+void		ring_sort_points(ring_point *points, size_t count, interrupt_check check);
 
 /*
  * Index of the first position >= pos in a sorted array of count >= 1

@@ -5,8 +5,9 @@
  * table size and a key; the target checks invariants rather than known
  * answers: the bucket-indexed ring search equals the plain one, replica
  * walks give distinct nodes and leave their flags clear, arcs add up to
- * 2^64, the grouped weighted rendezvous winner equals the full ranking's
- * first, the weighted unit interval is monotone, Maglev fills its table
+ * 2^64, the grouped weighted rendezvous winner (with the shipped weight
+ * groups) equals the full ranking's first, long rankings start with the
+ * short ones, the weighted unit interval is monotone, Maglev fills its table
  * (balanced when unweighted, nothing for weight 0), bounded loads stay
  * within capacity.  Only the xxh64 family: the fuzz build links no MD5.
  */
@@ -67,7 +68,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int32_t		group_of[MAX_NODES];
 	double		group_weight[MAX_NODES];
 	int32_t		group_best[MAX_NODES];
-	int			ngroups = 0;
+	int32_t		order[MAX_NODES];
+	int			ngroups;
 	int			positive = 0;
 	double		total_weight = 0;
 	size_t		total;
@@ -94,23 +96,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Rendezvous: grouped winner = ranking's first; the ranking is distinct. */
 	for (int i = 0; i < n; i++)
-	{
-		int			g;
-
 		scores[i] = rendezvous_xxh64_score(kh, xxh64_hash(names[i], (size_t) lengths[i], 0));
-		group_of[i] = -1;
-		if (!(weights[i] > 0))
-			continue;
-		for (g = 0; g < ngroups && group_weight[g] != weights[i]; g++)
-			;
-		if (g == ngroups)
-			group_weight[ngroups++] = weights[i];
-		group_of[i] = g;
-	}
+	ngroups = rendezvous_group_weights(weights, n, order, group_of, group_weight, NULL);
+	for (int i = 0; i < n; i++)
+		if ((group_of[i] < 0) != !(weights[i] > 0) ||
+			(group_of[i] >= 0 && group_weight[group_of[i]] != weights[i]))
+			abort();
 	if (rendezvous_top(scores, weights, n, positive < k ? positive : k, bids, ranking) < 1)
 		abort();
 	if (rendezvous_weighted_winner(scores, group_of, n, group_weight, ngroups, group_best) != ranking[0])
 		abort();
+	/* A long list (heap) starts with the short one (insertion). */
+	{
+		int32_t		full[MAX_NODES];
+		int			few = positive < 8 ? positive : 8;
+
+		if (rendezvous_top(scores, weights, n, positive, bids, full) != positive ||
+			rendezvous_top(scores, weights, n, few, bids, ranking) != few)
+			abort();
+		for (int i = 0; i < few; i++)
+			if (full[i] != ranking[i])
+				abort();
+	}
 	if (rendezvous_unit_interval(kh) > rendezvous_unit_interval(kh + (kh != UINT64_MAX)) ||
 		rendezvous_unit_interval(kh) <= 0 || rendezvous_unit_interval(kh) > 1)
 		abort();
@@ -134,8 +141,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int			whole;
 		uint64_t	sum = 0;
 
-		ring_generate_points(&xxh, names, lengths, n, counts, scratch, points);
-		ring_sort_points(points, total);
+		ring_generate_points(&xxh, names, lengths, n, counts, scratch, points, NULL);
+		ring_sort_points(points, total, NULL);
 		for (size_t p = 0; p < total; p++)
 		{
 			pos[p] = points[p].position;
@@ -184,7 +191,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			capacity[i] = bounded_capacity(0.01 * (1 + byte_at(data, size, 6)), 16, n,
 										   weighted ? &weights[i] : NULL, total_weight);
 		if (bounded_assign(pos, own, total, n, capacity, key_pos, 16, load, assigned, first,
-						   on_ring) == BOUNDED_OK)
+						   on_ring, NULL) == BOUNDED_OK)
 			for (int i = 0; i < n; i++)
 				if (load[i] > capacity[i])
 					abort();
@@ -200,6 +207,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t	offsets[MAX_NODES],
 					skips[MAX_NODES],
 					next[MAX_NODES];
+		uint64_t	turns[MAX_NODES];
 		int32_t    *table;
 		long		entries[MAX_NODES] = {0};
 		char		scratch[64];
@@ -209,7 +217,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		table = malloc(sizeof(int32_t) * m);
 		for (int i = 0; i < n; i++)
 			maglev_permutation(&xxh, names[i], (size_t) lengths[i], m, scratch, &offsets[i], &skips[i]);
-		maglev_populate(m, n, offsets, skips, weighted ? weights : NULL, next, table);
+		maglev_populate(m, n, offsets, skips, weighted ? weights : NULL, next, turns, table, NULL);
 		for (uint32_t s = 0; s < m; s++)
 		{
 			if (table[s] < 0 || table[s] >= n)
@@ -239,7 +247,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			points_total += 4 * (size_t) digests[i];
 		}
 		points = malloc(sizeof(ring_point) * (points_total + 1));
-		ketama_generate_points(fake_md5, names, lengths, n, digests, scratch, points);
+		ketama_generate_points(fake_md5, names, lengths, n, digests, scratch, points, NULL);
 		for (size_t p = 0; p < points_total; p++)
 			if (points[p].position > UINT32_MAX || points[p].node < 0 || points[p].node >= n)
 				abort();

@@ -64,8 +64,8 @@ build_ring(const hasher64 *hasher, const test_nodes *nodes, int32_t vnodes,
 		abort();
 	points = malloc(sizeof(ring_point) * total);
 	ring_generate_points(hasher, nodes->names, nodes->lengths, nodes->count, counts,
-						 scratch, points);
-	ring_sort_points(points, total);
+						 scratch, points, NULL);
+	ring_sort_points(points, total, NULL);
 	ring->count = total;
 	ring->positions = malloc(sizeof(uint64_t) * total);
 	ring->owners = malloc(sizeof(int32_t) * total);

@@ -53,7 +53,7 @@ run(const test_nodes *nodes, const double *weights, double total, double epsilon
 		capacity[i] = bounded_capacity(epsilon, NKEYS, nodes->count,
 									   weights ? &weights[i] : NULL, total);
 	CHECK(bounded_assign(ring.positions, ring.owners, ring.count, nodes->count, capacity,
-						 pos, NKEYS, load, assigned, first, on_ring) == BOUNDED_OK);
+						 pos, NKEYS, load, assigned, first, on_ring, NULL) == BOUNDED_OK);
 	for (long k = 0; k < NKEYS; k++)
 	{
 		/* Leaving the first choice is allowed only when it is full. */
@@ -103,7 +103,7 @@ test_assign(void)
 	nodes.count = 2;
 	build_ring(&xxh, &nodes, 4, NULL, &ring);
 	CHECK(bounded_assign(ring.positions, ring.owners, ring.count, 2, capacity, pos, 3,
-						 load, assigned, first, on_ring) == BOUNDED_NO_ROOM);
+						 load, assigned, first, on_ring, NULL) == BOUNDED_NO_ROOM);
 	CHECK(load[0] == 0 && load[1] == 0);
 	free_ring(&ring);
 }

@@ -28,6 +28,30 @@ test_digest_counts(void)
 	CHECK_EQ_U64(ketama_digest_count(0, 10, 4), 0);
 }
 
+/* Whole continua: sizes, and the empty one that lookups would read past. */
+static void
+test_continuum_sizes(void)
+{
+	uint32_t	digests[3];
+	size_t		points = 0;
+	double		w[3] = {1, 2, 3};
+	/* Each below the smallest float (0 in single precision), their sum not. */
+	double		tiny[2] = {5e-46, 5e-46};
+	static uint32_t many[20000];
+
+	CHECK(ketama_digest_counts(NULL, 3, 3, digests, &points) == KETAMA_OK);
+	CHECK_EQ_U64(points, 3 * 160);
+	CHECK(ketama_digest_counts(w, 6, 3, digests, &points) == KETAMA_OK);
+	CHECK(digests[0] == 20 && digests[1] == 40 && digests[2] == 60);
+	CHECK_EQ_U64(points, 480);
+	CHECK((float) tiny[0] == 0 && (float) (tiny[0] + tiny[1]) > 0);
+	CHECK(ketama_digest_counts(tiny, tiny[0] + tiny[1], 2, digests, &points) == KETAMA_NO_POINTS);
+	/* 62,501 servers of 160 points exceed RING_MAX_POINTS. */
+	CHECK(ketama_digest_counts(NULL, 20000, 20000, many, &points) == KETAMA_OK);
+	CHECK_EQ_U64(points, 3200000);
+	CHECK(RING_MAX_POINTS / 160 < 62501);
+}
+
 static void
 test_points(void)
 {
@@ -38,7 +62,7 @@ test_points(void)
 	uint8_t		d[16];
 
 	make_nodes(&nodes, "10.0.0.", 1, 2);
-	ketama_generate_points(unit_md5, nodes.names, nodes.lengths, 2, digests, scratch, points);
+	ketama_generate_points(unit_md5, nodes.names, nodes.lengths, 2, digests, scratch, points, NULL);
 	/* Server 2's only digest is MD5("10.0.0.2-0"), four little-endian words. */
 	unit_md5("10.0.0.2-0", 10, d);
 	CHECK_EQ_U64(points[160].position, (uint32_t) d[0] | (uint32_t) d[1] << 8 |
@@ -58,5 +82,6 @@ void
 unit_main(void)
 {
 	test_digest_counts();
+	test_continuum_sizes();
 	test_points();
 }

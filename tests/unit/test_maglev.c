@@ -1,9 +1,13 @@
 /*
  * test_maglev.c - Maglev: table sizes, balance (every backend floor(M/N)
  * or ceil(M/N) entries), small disruption when a backend leaves, weights,
- * and the key properties over 100,000 keys
+ * the key properties over 100,000 keys, the weighted rule against its
+ * literal round-by-round loop, and the cost of backends that never turn
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "maglev.h"
 #include "placement_helpers.h"
@@ -20,14 +24,184 @@ build_table(const test_nodes *nodes, uint32_t m, const double *weights)
 	uint32_t	offsets[MAX_TEST_NODES];
 	uint32_t	skips[MAX_TEST_NODES];
 	uint32_t	next[MAX_TEST_NODES];
+	uint64_t	turns[MAX_TEST_NODES];
 	char		scratch[64];
 	int32_t    *table = malloc(sizeof(int32_t) * m);
 
 	for (int i = 0; i < nodes->count; i++)
 		maglev_permutation(&xxh, nodes->names[i], (size_t) nodes->lengths[i], m, scratch,
 						   &offsets[i], &skips[i]);
-	maglev_populate(m, nodes->count, offsets, skips, weights, next, table);
+	maglev_populate(m, nodes->count, offsets, skips, weights, next, turns, table, NULL);
 	return table;
+}
+
+/*
+ * The weighted rule exactly as documented, asking every backend every
+ * round (rounds x backends): what maglev_populate computed before it
+ * learned to skip to each backend's next turn.
+ */
+static int32_t *
+reference_table(const test_nodes *nodes, uint32_t m, const double *weights)
+{
+	uint32_t	offsets[MAX_TEST_NODES];
+	uint32_t	skips[MAX_TEST_NODES];
+	uint32_t	next[MAX_TEST_NODES] = {0};
+	char		scratch[64];
+	int32_t    *table = malloc(sizeof(int32_t) * m);
+	uint32_t	filled = 0;
+	double		max_weight = 0;
+	int			n = nodes->count;
+
+	for (int i = 0; i < n; i++)
+	{
+		maglev_permutation(&xxh, nodes->names[i], (size_t) nodes->lengths[i], m, scratch,
+						   &offsets[i], &skips[i]);
+		if (weights[i] > max_weight)
+			max_weight = weights[i];
+	}
+	for (uint32_t s = 0; s < m; s++)
+		table[s] = -1;
+	for (uint64_t round = 1; filled < m; round++)
+		for (int i = 0; i < n && filled < m; i++)
+		{
+			double		q = weights[i] / max_weight;
+			uint32_t	slot;
+
+			if (!(floor((double) round * q) > floor((double) (round - 1) * q)))
+				continue;
+			do
+				slot = (uint32_t) (((uint64_t) offsets[i] + (uint64_t) next[i]++ * skips[i]) % m);
+			while (table[slot] >= 0);
+			table[slot] = i;
+			filled++;
+		}
+	return table;
+}
+
+/* Same table as the literal loop, on both of populate's weighted paths. */
+static void
+test_weighted_rule(void)
+{
+	test_nodes nodes;
+	static double w[MAX_TEST_NODES];
+	uint64_t	x = 7;
+	long		differ = 0;
+	int			cases = 0;
+
+	make_nodes(&nodes, "backend-", 1, 300);
+	for (int c = 0; c < 60; c++)
+	{
+		uint32_t	sizes[] = {13, 251, 4099, 65537};
+		uint32_t	m = sizes[c % 4];
+		int32_t    *got,
+				   *want;
+
+		nodes.count = 1 + (int) ((x = fmix64(x + (uint64_t) c)) % (m < 300 ? m : 300));
+		for (int i = 0; i < nodes.count; i++)
+		{
+			x = fmix64(x + (uint64_t) i);
+			switch (c % 5)
+			{
+				case 0:			/* small integers with zeros: the scan path */
+					w[i] = (double) (x % 5);
+					break;
+				case 1:			/* one heavy backend among light ones: the heap */
+					w[i] = i == 0 ? 1000.0 : 1.0 + (double) (x % 3);
+					break;
+				case 2:			/* weights over many powers of two */
+					w[i] = ldexp(1.0, -(int) (x % 30));
+					break;
+				case 3:			/* thirds and sevenths: products that round */
+					w[i] = (double) (1 + x % 7) / 3.0;
+					break;
+				default:		/* mostly zeros, some tiny */
+					w[i] = x % 4 == 0 ? 1e-300 * (double) (x % 9) : 0.0;
+					break;
+			}
+		}
+		w[x % (uint64_t) nodes.count] = 2.5;	/* at least one positive */
+		got = build_table(&nodes, m, w);
+		want = reference_table(&nodes, m, w);
+		for (uint32_t s = 0; s < m; s++)
+			differ += got[s] != want[s];
+		cases++;
+		free(got);
+		free(want);
+	}
+	CHECK_EQ_I64(differ, 0);
+	CHECK_EQ_I64(cases, 60);
+}
+
+static long interrupt_calls;
+
+static void
+count_interrupt(void)
+{
+	interrupt_calls++;
+}
+
+/*
+ * One backend of weight 1 and 60,000 of weight 0: the old loop asked all
+ * of them every round (65,537 x 60,001 tests, seconds); now the cost
+ * follows the turns taken.  And the build calls its interrupt check.
+ */
+static void
+test_idle_backends(void)
+{
+	const int	n = 60001;
+	const uint32_t m = 65537;
+	uint32_t   *offsets = malloc(sizeof(uint32_t) * n);
+	uint32_t   *skips = malloc(sizeof(uint32_t) * n);
+	uint32_t   *next = malloc(sizeof(uint32_t) * n);
+	uint64_t   *turns = malloc(sizeof(uint64_t) * n);
+	double	   *weights = calloc((size_t) n, sizeof(double));
+	int32_t    *table = malloc(sizeof(int32_t) * m);
+	long		others = 0;
+	clock_t		start;
+	double		seconds;
+
+	for (int i = 0; i < n; i++)
+	{
+		char		name[24];
+		char		scratch[64];
+		int			len = snprintf(name, sizeof(name), "b%d", i);
+
+		maglev_permutation(&xxh, name, (size_t) len, m, scratch, &offsets[i], &skips[i]);
+	}
+	weights[0] = 1;
+	start = clock();
+	maglev_populate(m, n, offsets, skips, weights, next, turns, table, count_interrupt);
+	seconds = (double) (clock() - start) / CLOCKS_PER_SEC;
+	printf("maglev, 1 backend of weight 1 and 60,000 of weight 0: %.1f ms\n", seconds * 1000);
+	CHECK(seconds < 0.5);
+	for (uint32_t s = 0; s < m; s++)
+		others += table[s] != 0;
+	CHECK_EQ_I64(others, 0);
+	CHECK(interrupt_calls >= m / INTERRUPT_INTERVAL);
+
+	/* Light but not zero (weight 1e-3: a turn every 1000 rounds): the heap path. */
+	for (int i = 1; i < n; i++)
+		weights[i] = 1e-3;
+	start = clock();
+	maglev_populate(m, n, offsets, skips, weights, next, turns, table, NULL);
+	seconds = (double) (clock() - start) / CLOCKS_PER_SEC;
+	printf("maglev, 1 backend of weight 1 and 60,000 of weight 0.001: %.1f ms\n", seconds * 1000);
+	CHECK(seconds < 0.5);
+	others = 0;
+	for (uint32_t s = 0; s < m; s++)
+		others += table[s] != 0;
+	/*
+	 * The heavy backend turns every round, each light one in rounds 1000 and
+	 * 2000: 61,000 slots after round 1000, 61,999 after round 1999, and in
+	 * round 2000 the heavy one and then 3,537 light ones fill the rest.
+	 */
+	CHECK_EQ_I64(others, 60000 + 3537);
+	free(offsets);
+	free(skips);
+	free(next);
+	free(turns);
+	free(weights);
+	free(table);
 }
 
 static void
@@ -176,4 +350,6 @@ unit_main(void)
 	test_sizes();
 	test_balance_and_disruption();
 	test_weights();
+	test_weighted_rule();
+	test_idle_backends();
 }

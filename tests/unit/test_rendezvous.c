@@ -4,6 +4,7 @@
  * and share properties over 100,000 keys
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "placement_helpers.h"
@@ -224,7 +225,10 @@ test_properties(void)
 		CHECK(fabs((double) counts[i] / NKEYS - (i + 1) / 10.0) < 0.01);
 }
 
-/* The grouped winner equals the full ranking's first, repeated weights included. */
+/*
+ * The grouped winner equals the full ranking's first, repeated weights
+ * included, with the groups the extension builds (rendezvous_group_weights).
+ */
 static void
 test_weighted_winner(void)
 {
@@ -232,22 +236,18 @@ test_weighted_winner(void)
 	int32_t		group_of[12];
 	double		group_weight[12];
 	int32_t		group_best[12];
-	int			ngroups = 0;
+	int32_t		order[12];
+	int			ngroups;
 	long		differ = 0;
 
-	for (int i = 0; i < 12; i++)
-	{
-		int			g;
-
-		group_of[i] = -1;
-		if (weights[i] <= 0)
-			continue;
-		for (g = 0; g < ngroups && group_weight[g] != weights[i]; g++)
-			;
-		if (g == ngroups)
-			group_weight[ngroups++] = weights[i];
-		group_of[i] = g;
-	}
+	ngroups = rendezvous_group_weights(weights, 12, order, group_of, group_weight, NULL);
+	/* Distinct positive weights in ascending order; weight 0 in no group. */
+	CHECK_EQ_I64(ngroups, 4);
+	CHECK(group_weight[0] == 0.25 && group_weight[1] == 1 && group_weight[2] == 2 &&
+		  group_weight[3] == 3.5);
+	CHECK(group_of[3] == -1 && group_of[9] == -1);
+	CHECK(group_of[0] == 1 && group_of[6] == 1 && group_of[11] == 1 && group_of[7] == 0);
+	CHECK(group_of[5] == 3 && group_of[8] == 3 && group_of[1] == 2 && group_of[10] == 2);
 	for (long k = 0; k < 200000; k++)
 	{
 		uint64_t	scores[12];
@@ -270,10 +270,77 @@ test_weighted_winner(void)
 	CHECK_EQ_I64(differ, 0);
 }
 
+/*
+ * Large k goes through a heap (k steps per node would make k = n
+ * quadratic): the same list as a full sort, prefixes as small k gives.
+ */
+static int
+qsort_rank(const void *a, const void *b)
+{
+	const uint64_t *x = a;
+	const uint64_t *y = b;
+
+	/* Pairs (score, index): higher score first, then lower index. */
+	if (x[0] != y[0])
+		return x[0] > y[0] ? -1 : 1;
+	return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static void
+test_large_k(void)
+{
+	enum
+	{
+		N = 3000
+	};
+	static uint64_t scores[N];
+	static double weights[N];
+	static double bids[N];
+	static int32_t out[N];
+	static int32_t small[8];
+	static uint64_t pairs[N][2];
+	long		wrong = 0;
+	int			positive = 0;
+	int			got;
+
+	for (int i = 0; i < N; i++)
+	{
+		scores[i] = fmix64((uint64_t) i + 99);
+		if (i % 10 == 3)
+			scores[i] = scores[i - 1];	/* ties go to the lower index */
+		weights[i] = (double) (i % 4);	/* a quarter never bid */
+		positive += weights[i] > 0;
+		pairs[i][0] = scores[i];
+		pairs[i][1] = (uint64_t) i;
+	}
+	qsort(pairs, N, sizeof(pairs[0]), qsort_rank);
+	got = rendezvous_top(scores, NULL, N, N, bids, out);
+	CHECK_EQ_I64(got, N);
+	for (int i = 0; i < N; i++)
+		wrong += out[i] != (int32_t) pairs[i][1];
+	CHECK_EQ_I64(wrong, 0);
+
+	/* Weighted: the first 8 of the full heap ranking = the insertion ranking of 8. */
+	got = rendezvous_top(scores, weights, N, positive, bids, out);
+	CHECK_EQ_I64(got, positive);
+	rendezvous_top(scores, weights, N, 8, bids, small);
+	for (int i = 0; i < 8; i++)
+		wrong += out[i] != small[i];
+	for (int i = 1; i < positive; i++)
+	{
+		double		ba = rendezvous_weighted_bid(scores[out[i - 1]], weights[out[i - 1]]);
+		double		bb = rendezvous_weighted_bid(scores[out[i]], weights[out[i]]);
+
+		wrong += ba < bb || weights[out[i]] == 0;
+	}
+	CHECK_EQ_I64(wrong, 0);
+}
+
 void
 unit_main(void)
 {
 	test_weighted_winner();
+	test_large_k();
 	test_unit_interval();
 	test_ranking();
 	test_properties();
