@@ -272,6 +272,16 @@ $shards[1]->safe_psql('postgres', q{SELECT chash_shard_leave('orgs')});
 is($dir->safe_psql('postgres', $slots_on_dir), 'none', 'no slot left once both shards left');
 is($shards[0]->safe_psql('postgres', q{SELECT count(*) FROM chash_directory}), '0', 'shard1 dropped its replica');
 
+# A directory database that does not publish (safe now: nobody subscribes).
+$dir->safe_psql('postgres', q{DROP PUBLICATION chash_directory});
+like($shards[1]->safe_psql('postgres', qq{SELECT message_of(\$q\$SELECT chash_shard_join('orgs', 's2', '$conninfo')\$q\$)}),
+	qr/^55000: the directory database "host=\S+ port=\d+ dbname=postgres" does not publish the directory tables/,
+	'a directory database without the publication: 55000');
+is($dir->safe_psql('postgres', $slots_on_dir), 'none', 'no publication: no slot left on the directory database');
+$dir->safe_psql('postgres', q{SELECT chash_directory_publish(); SELECT chash_directory_publish()});
+is($dir->safe_psql('postgres', q{SELECT count(*) FROM pg_publication_tables WHERE pubname = 'chash_directory'}), '7',
+	'chash_directory_publish() publishes the seven tables, also when run twice');
+
 $session->quit;
 note(sprintf('100_shard_join took %.1f s', time - $t0));
 done_testing();
