@@ -368,6 +368,13 @@ slot_xact_callback(XactEvent event, void *arg)
 									 p->slot_name)));
 			}
 			break;
+		case XACT_EVENT_PRE_PREPARE:
+			/* A prepared transaction could still abort after its slot work. */
+			if (pending)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that joined or left a directory")));
+			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 			while (pending)
