@@ -31,6 +31,10 @@ TAP_TESTS := $(if $(wildcard t/*.pl),1,)
 
 PG_CPPFLAGS = -I$(srcdir)/src/core -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 SHLIB_LINK = -lxxhash -lcrypto
+# src/shard_join.c talks to the directory database through libpq (whose
+# header directory goes last: it has a client pg_config.h of its own).
+PG_CPPFLAGS += -idirafter $(shell $(PG_CONFIG) --includedir)
+SHLIB_LINK += -lpq
 EXTRA_CLEAN = $(DATA_built) unit-build
 
 PG_CONFIG ?= pg_config

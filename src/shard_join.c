@@ -1,0 +1,664 @@
+/*
+ * shard_join.c - talking to the directory database when a shard joins or
+ * leaves it (docs/shards.md, "Joining a shard")
+ *
+ * chash_shard_join and chash_shard_leave are plpgsql; what they cannot do
+ * in SQL is here: checks run on the directory database through libpq, and
+ * the logical replication slot their subscription uses, which is created
+ * and dropped there through libpq because CREATE SUBSCRIPTION and DROP
+ * SUBSCRIPTION may only do it outside a transaction block.
+ *
+ * A slot is not transactional, so it follows the transaction that made
+ * the change: a slot created here is dropped again when its
+ * (sub)transaction aborts, and a slot to drop is dropped just before the
+ * transaction commits (an error there aborts the commit, so the local
+ * catalog and the directory database never disagree about it).
+ *
+ * Remote calls wait on the latch and the socket, so statement_timeout and
+ * pg_cancel_backend stop them; connections are always closed.  Messages
+ * name the directory database by host, port and database only: a conninfo
+ * may hold a password.
+ */
+#include "chash.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+
+#include "libpq-fe.h"
+
+PG_FUNCTION_INFO_V1(chash_shard_slot_name);
+PG_FUNCTION_INFO_V1(chash_conninfo_display);
+PG_FUNCTION_INFO_V1(chash_shard_remote_check);
+PG_FUNCTION_INFO_V1(chash_shard_create_slot);
+PG_FUNCTION_INFO_V1(chash_shard_drop_slot);
+PG_FUNCTION_INFO_V1(chash_shard_create_subscription);
+
+/* The publication chash_directory_publish() creates on the directory database. */
+#define PUBLICATION_NAME "chash_directory"
+
+/* ---- naming the directory database without its password ---- */
+
+/* "host=... port=... dbname=..." of a conninfo, or a placeholder. */
+static char *
+conninfo_display(const char *conninfo)
+{
+	static const char *const shown[] = {"host", "hostaddr", "port", "dbname"};
+	PQconninfoOption *opts;
+	StringInfoData buf;
+
+	opts = PQconninfoParse(conninfo, NULL);
+	if (opts == NULL)
+		return pstrdup("(invalid connection string)");
+	initStringInfo(&buf);
+	for (int k = 0; k < lengthof(shown); k++)
+	{
+		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		{
+			if (strcmp(o->keyword, shown[k]) != 0 || o->val == NULL || o->val[0] == '\0')
+				continue;
+			if (buf.len > 0)
+				appendStringInfoChar(&buf, ' ');
+			appendStringInfo(&buf, "%s=%s", o->keyword, o->val);
+		}
+	}
+	PQconninfoFree(opts);
+	if (buf.len == 0)
+		appendStringInfoString(&buf, "(defaults)");
+	return buf.data;
+}
+
+/* The server's error of a failed connection or result, one line. */
+static char *
+remote_message(PGconn *conn, PGresult *res)
+{
+	const char *msg = NULL;
+	char	   *copy;
+	int			len;
+
+	if (res)
+		msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	if (msg == NULL)
+		msg = PQerrorMessage(conn);
+	copy = pstrdup(msg ? msg : "");
+	len = strlen(copy);
+	while (len > 0 && (copy[len - 1] == '\n' || copy[len - 1] == ' '))
+		copy[--len] = '\0';
+	return copy;
+}
+
+/* ---- connections that honour interrupts ---- */
+
+static void
+wait_socket(PGconn *conn, int events)
+{
+	int			rc;
+
+	rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
+						   PQsocket(conn), -1L, PG_WAIT_EXTENSION);
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * Opens a connection to the directory database; ERROR 08001 when it
+ * fails.  The caller closes it (PQfinish), also on error: use PG_TRY.
+ */
+static PGconn *
+remote_connect(const char *conninfo)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *vals[] = {conninfo, "chash", NULL};
+	PGconn	   *conn;
+	volatile PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+
+	conn = PQconnectStartParams(keys, vals, true);
+	if (conn == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	if (PQstatus(conn) != CONNECTION_BAD)
+	{
+		PG_TRY();
+		{
+			while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
+			{
+				wait_socket(conn, status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE);
+				status = PQconnectPoll(conn);
+			}
+		}
+		PG_CATCH();
+		{
+			PQfinish(conn);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char	   *msg = remote_message(conn, NULL);
+
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to the directory database \"%s\"", conninfo_display(conninfo)),
+				 errdetail_internal("%s", msg)));
+	}
+	return conn;
+}
+
+/*
+ * Runs a query with text parameters and returns its result, waiting on
+ * the latch.  A failed query is returned as it is (PQresultStatus tells).
+ */
+static PGresult *
+remote_exec(PGconn *conn, const char *query, int nparams, const char *const *params)
+{
+	PGresult   *last = NULL;
+
+	if (!PQsendQueryParams(conn, query, nparams, NULL, params, NULL, NULL, 0))
+		return NULL;
+	for (;;)
+	{
+		PGresult   *res;
+
+		while (PQisBusy(conn))
+		{
+			wait_socket(conn, WL_SOCKET_READABLE);
+			if (!PQconsumeInput(conn))
+			{
+				PQclear(last);
+				return NULL;
+			}
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		PQclear(last);
+		last = res;
+	}
+	return last;
+}
+
+/* Runs a query that must succeed; ERROR with the server's message. */
+static PGresult *
+remote_query(PGconn *conn, const char *conninfo, const char *query,
+			 int nparams, const char *const *params)
+{
+	PGresult   *res = remote_exec(conn, query, nparams, params);
+
+	if (res == NULL || (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK))
+	{
+		char	   *msg = remote_message(conn, res);
+		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+		int			code = ERRCODE_CONNECTION_FAILURE;
+
+		if (state && strlen(state) == 5)
+			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("query on the directory database \"%s\" failed", conninfo_display(conninfo)),
+				 errdetail_internal("%s", msg)));
+	}
+	return res;
+}
+
+/* ---- the slot follows the transaction ---- */
+
+typedef enum SlotAction
+{
+	DROP_ON_ABORT,				/* created by this (sub)transaction */
+	DROP_AT_COMMIT				/* to drop once this transaction commits */
+} SlotAction;
+
+typedef struct PendingSlot
+{
+	SlotAction	action;
+	int			nest_level;
+	char	   *conninfo;
+	char	   *slot_name;
+	struct PendingSlot *next;
+} PendingSlot;
+
+static PendingSlot *pending = NULL;
+static bool callbacks_registered = false;
+
+/*
+ * Drops a slot on the directory database.  A slot that is still active
+ * (its walsender has not noticed that the subscription stopped) is retried
+ * for up to 30 s; a slot that does not exist is fine.  Returns NULL on
+ * success, else the server's message.  With interruptible false (abort
+ * processing) it blocks, bounded by connect_timeout.
+ */
+static char *
+drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible)
+{
+	const char *query = "SELECT pg_catalog.pg_drop_replication_slot(slot_name) "
+		"FROM pg_catalog.pg_replication_slots WHERE slot_name = $1";
+	const char *params[1] = {slot_name};
+	PGconn	   *conn;
+	char	   *volatile error = NULL;
+
+	if (interruptible)
+		conn = remote_connect(conninfo);
+	else
+	{
+		const char *keys[] = {"dbname", "fallback_application_name", "connect_timeout", NULL};
+		const char *vals[] = {conninfo, "chash", "10", NULL};
+
+		conn = PQconnectdbParams(keys, vals, true);
+		if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+		{
+			error = conn ? remote_message(conn, NULL) : pstrdup("out of memory");
+			PQfinish(conn);
+			return error;
+		}
+	}
+	PG_TRY();
+	{
+		for (int attempt = 0;; attempt++)
+		{
+			PGresult   *res;
+			const char *state;
+
+			res = interruptible ? remote_exec(conn, query, 1, params)
+				: PQexecParams(conn, query, 1, NULL, params, NULL, NULL, 0);
+			if (res && PQresultStatus(res) == PGRES_TUPLES_OK)
+			{
+				PQclear(res);
+				break;
+			}
+			state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+			if (state && strcmp(state, "55006") == 0 && attempt < 300)
+			{
+				PQclear(res);
+				if (interruptible)
+				{
+					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									 100L, PG_WAIT_EXTENSION);
+					ResetLatch(MyLatch);
+					CHECK_FOR_INTERRUPTS();
+				}
+				else
+					pg_usleep(100000L);
+				continue;
+			}
+			error = remote_message(conn, res);
+			PQclear(res);
+			break;
+		}
+	}
+	PG_FINALLY();
+	{
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	return error;
+}
+
+static void
+forget(PendingSlot **link)
+{
+	PendingSlot *p = *link;
+
+	*link = p->next;
+	pfree(p->conninfo);
+	pfree(p->slot_name);
+	pfree(p);
+}
+
+/* Drops the slots created at nest level >= level (all when level is 0). */
+static void
+drop_created_slots(int level)
+{
+	PendingSlot **link = &pending;
+
+	while (*link)
+	{
+		PendingSlot *p = *link;
+
+		if (p->nest_level >= level)
+		{
+			if (p->action == DROP_ON_ABORT)
+			{
+				char	   *error = drop_remote_slot(p->conninfo, p->slot_name, false);
+
+				if (error)
+					ereport(WARNING,
+							(errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
+									p->slot_name, conninfo_display(p->conninfo)),
+							 errdetail_internal("%s", error),
+							 errhint("Drop it there with pg_drop_replication_slot('%s').", p->slot_name)));
+			}
+			forget(link);
+		}
+		else
+			link = &p->next;
+	}
+}
+
+static void
+slot_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* Errors here abort the transaction, which then drops what it created. */
+			for (PendingSlot *p = pending; p; p = p->next)
+			{
+				char	   *error;
+
+				if (p->action != DROP_AT_COMMIT)
+					continue;
+				error = drop_remote_slot(p->conninfo, p->slot_name, true);
+				if (error)
+					ereport(ERROR,
+							(errcode(ERRCODE_OBJECT_IN_USE),
+							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
+									p->slot_name, conninfo_display(p->conninfo)),
+							 errdetail_internal("%s", error),
+							 errhint("Make the directory database reachable, or drop the slot there with pg_drop_replication_slot('%s') and retry.",
+									 p->slot_name)));
+			}
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			/* A prepared transaction could still abort after its slot work. */
+			if (pending)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot prepare a transaction that joined or left a directory")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			while (pending)
+				forget(&pending);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			drop_created_slots(0);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+slot_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		drop_created_slots(level);
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (PendingSlot *p = pending; p; p = p->next)
+			if (p->nest_level >= level)
+				p->nest_level = level - 1;
+	}
+}
+
+static void
+remember(SlotAction action, const char *conninfo, const char *slot_name)
+{
+	PendingSlot *p;
+
+	if (!callbacks_registered)
+	{
+		RegisterXactCallback(slot_xact_callback, NULL);
+		RegisterSubXactCallback(slot_subxact_callback, NULL);
+		callbacks_registered = true;
+	}
+	p = MemoryContextAlloc(TopMemoryContext, sizeof(PendingSlot));
+	p->action = action;
+	p->nest_level = GetCurrentTransactionNestLevel();
+	p->conninfo = MemoryContextStrdup(TopMemoryContext, conninfo);
+	p->slot_name = MemoryContextStrdup(TopMemoryContext, slot_name);
+	p->next = pending;
+	pending = p;
+}
+
+static void
+require_superuser(const char *what)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s", what),
+				 errdetail("Only a superuser may join a directory or leave it.")));
+}
+
+/* ---- SQL-callable helpers of 90_shard_join.sql ---- */
+
+/* chash_shard_slot_name() -> text: unique per shard database. */
+Datum
+chash_shard_slot_name(PG_FUNCTION_ARGS)
+{
+	char		name[NAMEDATALEN];
+
+	snprintf(name, sizeof(name), "chash_" UINT64_FORMAT "_%u",
+			 GetSystemIdentifier(), MyDatabaseId);
+	PG_RETURN_TEXT_P(cstring_to_text(name));
+}
+
+/* chash_conninfo_display(conninfo text) -> text: without the password. */
+Datum
+chash_conninfo_display(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(conninfo_display(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
+}
+
+/*
+ * chash_shard_remote_check(conninfo, directory, shard, schema, slot_name)
+ * -> boolean: checks on the directory database that chash is installed in
+ * the same schema, that the directory tables are published, that the
+ * directory exists and has the shard.  Returns whether the slot exists
+ * there (so the database already replicates from it).
+ */
+Datum
+chash_shard_remote_check(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	text	   *directory_t = PG_GETARG_TEXT_PP(1);
+	text	   *shard_t = PG_GETARG_TEXT_PP(2);
+	char	   *directory = text_to_cstring(directory_t);
+	char	   *shard = text_to_cstring(shard_t);
+	char	   *schema = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	char	   *slot_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
+	char	   *where = conninfo_display(conninfo);
+	PGconn	   *conn;
+	bool		has_slot = false;
+
+	require_superuser("join a directory");
+	conn = remote_connect(conninfo);
+	PG_TRY();
+	{
+		PGresult   *res;
+		const char *p1[1];
+		const char *p2[2];
+		const char *qschema;
+		char	   *query;
+
+		res = remote_query(conn, conninfo,
+						   "SELECT n.nspname FROM pg_catalog.pg_extension e "
+						   "JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace "
+						   "WHERE e.extname = 'chash'", 0, NULL);
+		if (PQntuples(res) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("extension chash is not installed on the directory database \"%s\"", where)));
+		if (strcmp(PQgetvalue(res, 0, 0), schema) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("extension chash is in schema \"%s\" on the directory database but in schema \"%s\" here",
+							PQgetvalue(res, 0, 0), schema),
+					 errdetail("Logical replication matches tables by schema-qualified name.")));
+		PQclear(res);
+
+		p1[0] = schema;
+		res = remote_query(conn, conninfo,
+						   "SELECT count(*) FROM pg_catalog.pg_publication_tables "
+						   "WHERE pubname = '" PUBLICATION_NAME "' AND schemaname = $1 AND tablename IN "
+						   "('chash_directory', 'chash_shard', 'chash_slot', 'chash_override', "
+						   "'chash_migration', 'chash_migration_step', 'chash_table')", 1, p1);
+		if (strcmp(PQgetvalue(res, 0, 0), "7") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the directory database \"%s\" does not publish the directory tables", where),
+					 errhint("Run SELECT chash_directory_publish() there once, as a superuser.")));
+		PQclear(res);
+
+		qschema = quote_identifier(schema);
+		p1[0] = directory;
+		query = psprintf("SELECT 1 FROM %s.chash_directory WHERE name = $1", qschema);
+		res = remote_query(conn, conninfo, query, 1, p1);
+		if (PQntuples(res) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("directory \"%.*s\" does not exist on the directory database \"%s\"",
+							chash_quote_len(directory, strlen(directory)), directory, where)));
+		PQclear(res);
+
+		p2[0] = directory;
+		p2[1] = shard;
+		query = psprintf("SELECT 1 FROM %s.chash_shard WHERE directory = $1 AND shard = $2", qschema);
+		res = remote_query(conn, conninfo, query, 2, p2);
+		if (PQntuples(res) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("shard \"%.*s\" does not exist in directory \"%.*s\"",
+							chash_quote_len(shard, strlen(shard)), shard,
+							chash_quote_len(directory, strlen(directory)), directory),
+					 errhint("Add it on the directory database with chash_add_shard() first.")));
+		PQclear(res);
+
+		p1[0] = slot_name;
+		res = remote_query(conn, conninfo,
+						   "SELECT 1 FROM pg_catalog.pg_replication_slots "
+						   "WHERE slot_name = $1 AND database = pg_catalog.current_database()", 1, p1);
+		has_slot = PQntuples(res) > 0;
+		PQclear(res);
+	}
+	PG_FINALLY();
+	{
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	PG_RETURN_BOOL(has_slot);
+}
+
+/*
+ * chash_shard_create_slot(conninfo, slot_name) -> void: a logical slot for
+ * pgoutput on the directory database, dropped again if this
+ * (sub)transaction aborts.
+ */
+Datum
+chash_shard_create_slot(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	PGconn	   *conn;
+
+	require_superuser("join a directory");
+	conn = remote_connect(conninfo);
+	PG_TRY();
+	{
+		const char *params[1] = {slot_name};
+		PGresult   *res;
+
+		res = remote_exec(conn, "SELECT pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')",
+						  1, params);
+		if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			char	   *msg = remote_message(conn, res);
+			const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+			int			code = ERRCODE_CONNECTION_FAILURE;
+
+			if (state && strlen(state) == 5)
+				code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+			PQclear(res);
+			ereport(ERROR,
+					(errcode(code),
+					 errmsg("could not create replication slot \"%s\" on the directory database \"%s\"",
+							slot_name, conninfo_display(conninfo)),
+					 errdetail_internal("%s", msg),
+					 errhint("The directory database needs wal_level = logical and a free replication slot, and the connecting role the REPLICATION attribute.")));
+		}
+		PQclear(res);
+		remember(DROP_ON_ABORT, conninfo, slot_name);
+	}
+	PG_FINALLY();
+	{
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	PG_RETURN_VOID();
+}
+
+/*
+ * chash_shard_drop_slot(conninfo, slot_name) -> void: drops the slot on the
+ * directory database when this transaction commits.
+ */
+Datum
+chash_shard_drop_slot(PG_FUNCTION_ARGS)
+{
+	require_superuser("leave a directory");
+	remember(DROP_AT_COMMIT, text_to_cstring(PG_GETARG_TEXT_PP(0)),
+			 text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	PG_RETURN_VOID();
+}
+
+/*
+ * chash_shard_create_subscription(name, conninfo, slot_name) -> void: the
+ * subscription to the directory tables, on the slot made above.  Run here
+ * rather than in plpgsql so that an error cannot quote the statement, with
+ * its connection string, in its context.
+ */
+Datum
+chash_shard_create_subscription(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *slot_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *command;
+	MemoryContext caller = CurrentMemoryContext;
+
+	require_superuser("join a directory");
+	command = psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION " PUBLICATION_NAME
+					   " WITH (create_slot = false, slot_name = %s, copy_data = true, enabled = true)",
+					   quote_identifier(name), quote_literal_cstr(conninfo),
+					   quote_literal_cstr(slot_name));
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (SPI_execute(command, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "CREATE SUBSCRIPTION failed");
+		SPI_finish();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		FlushErrorState();
+		/* The context and the internal query would show the password. */
+		edata->context = NULL;
+		edata->internalquery = NULL;
+		edata->internalpos = 0;
+		edata->cursorpos = 0;
+		if (edata->detail == NULL)
+			edata->detail = psprintf("The directory database is \"%s\".", conninfo_display(conninfo));
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	PG_RETURN_VOID();
+}
