@@ -22,6 +22,7 @@
 
 #include "directory.h"
 #include "directory_cache.h"
+#include "directory_catalog.h"
 #include "redis_slot.h"
 
 PG_FUNCTION_INFO_V1(chash_create_directory);
@@ -112,7 +113,7 @@ chash_create_directory(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("weight of shard \"%.*s\" must be positive",
-								shards.lengths[i], shards.names[i]),
+								chash_quote_len(shards.names[i], shards.lengths[i]), shards.names[i]),
 						 errhint("Add a shard with chash_add_shard() to warm it up from zero slots.")));
 	}
 
@@ -154,7 +155,9 @@ chash_create_directory(PG_FUNCTION_ARGS)
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("directory \"%s\" already exists", text_to_cstring(name))));
+				 errmsg("directory \"%.*s\" already exists",
+						chash_quote_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)),
+						VARDATA_ANY(name))));
 
 	argtypes[1] = INT4OID;
 	argtypes[2] = TEXTOID;
@@ -237,7 +240,7 @@ chash_tenant_canonical(PG_FUNCTION_ARGS)
 	if (status != TENANT_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid tenant \"%.*s\" for key type %s", (int) Min(len, 200), t, key_type_name(ktype)),
+				 errmsg("invalid tenant \"%.*s\" for key type %s", chash_quote_len(t, len), t, key_type_name(ktype)),
 				 status == TENANT_OUT_OF_RANGE ? errdetail("The value is out of range for type bigint.") : 0));
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf, out_len));
 }
@@ -257,5 +260,6 @@ chash_directory_invalidate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("chash_directory_invalidate() must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
+	directory_cache_note_own_change();
 	return PointerGetDatum(NULL);
 }

@@ -1,8 +1,9 @@
 /*
- * directory_cache.h - the per-backend routing cache of shard directories
+ * directory_cache.h - shard directories held in backend memory for routing
  *
- * route.c answers chash_route and friends from it; directory_cache.c loads
- * it from the directory tables and drops it on relcache invalidation.
+ * route.c answers chash_route and friends from a RouteDirectory;
+ * directory_load.c builds one from the tables; directory_cache.c keeps
+ * them and decides which one a statement's snapshot may use.
  */
 #ifndef CHASH_DIRECTORY_CACHE_H
 #define CHASH_DIRECTORY_CACHE_H
@@ -10,14 +11,14 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "utils/uuid.h"
+#include "storage/itemptr.h"
 
 #include "directory.h"
+#include "step_index.h"
 
 typedef struct RouteShard
 {
-	text	   *name;			/* returned as is by chash_route */
-	double		weight;
+	text	   *name;			/* 4-byte header; routing returns a copy */
 	char		state;			/* 'a'ctive, 'd'raining, 'r'etired */
 } RouteShard;
 
@@ -28,8 +29,29 @@ typedef struct RouteStep
 	int32		step;
 	int32		slot;			/* -1 for a tenant step */
 	bool		fenced;
-	text	   *to_shard;
+	int32		to_shard;		/* index into shards */
 } RouteStep;
+
+/*
+ * Which state of the tables a cached directory holds.  Another
+ * transaction's committed change always writes a new version of the
+ * directory row (the bump triggers), so the row version a snapshot sees
+ * names the committed state it sees.  That is not true of our own
+ * transaction's changes (the row is bumped once per transaction) and of
+ * snapshots that straddle them: those states are named by the snapshot
+ * itself (own).
+ */
+typedef struct DirectoryIdentity
+{
+	ItemPointerData tid;		/* the directory row version read */
+	TransactionId xmin;
+	int64		version;
+	bool		own;			/* our own changes may be visible */
+	TransactionId snap_xmin;	/* own: the snapshot that read it */
+	TransactionId snap_xmax;
+	uint64		snap_completions;	/* 0: a snapshot that cannot be compared */
+	CommandId	snap_curcid;
+} DirectoryIdentity;
 
 typedef struct RouteDirectory
 {
@@ -37,6 +59,8 @@ typedef struct RouteDirectory
 	MemoryContext context;		/* everything below lives here */
 	char	   *name;
 	int			name_len;
+	DirectoryIdentity identity;
+	uint64		last_used;
 	int64		version;
 	int32		slot_count;
 	slot_method method;
@@ -45,45 +69,23 @@ typedef struct RouteDirectory
 	RouteShard *shards;
 	int32	   *slot_owner;		/* slot -> index into shards */
 	tenant_map	overrides;		/* canonical tenant -> index into shards */
-	int			nsteps;
-	RouteStep  *steps;			/* slot steps sorted by slot, then tenant steps */
-	int			nslot_steps;
-	tenant_map	tenant_steps;	/* canonical tenant -> index into steps */
+	RouteStep  *steps;			/* by step_ref.value */
+	step_index	step_index;
 } RouteDirectory;
 
 /*
- * The directory as the calling statement must see it: valid for the active
- * snapshot and the current user (42501 without SELECT on the tables, 42704
- * for an unknown directory).  Cached in fn_extra for the rest of the
- * statement; the result stays allocated until the transaction ends.
+ * The directory as the calling statement's snapshot sees it, for the
+ * current user: 42704 for an unknown directory; the tables are locked
+ * until the transaction ends.  Remembered in fn_extra for the following
+ * calls with the same snapshot.  Valid until the next call of a routing
+ * function: routing functions return copies.
  */
 extern RouteDirectory *directory_for_call(FunctionCallInfo fcinfo, text *name);
 
-/* A tenant as routing sees it: canonical bytes, hash and slot. */
-typedef struct RouteKey
-{
-	const char *data;
-	uint32		len;
-	bool		have_xxh;
-	uint64		xxh;
-	int32		slot;
-	char		buf[CANONICAL_UUID_LEN + 4];
-} RouteKey;
-
 /*
- * Canonicalizes and slots a tenant (22P02 when not of the key type).
- * tenant_text may be NULL when the caller has only the bytes.
+ * Called by the invalidation trigger: this transaction changed directory
+ * tables, so its snapshots may see states no directory row names.
  */
-extern void route_key_init(RouteDirectory *dir, const char *tenant, size_t len,
-						   RouteKey *key);
-
-/* The override shard of a key, or -1. */
-extern int32 route_override(RouteDirectory *dir, RouteKey *key);
-
-/* The in-flight step that moves this key (tenant step first), or NULL. */
-extern RouteStep *route_step(RouteDirectory *dir, RouteKey *key, bool overridden);
-
-/* The extension's schema, quoted for SQL text. */
-extern const char *directory_schema_quoted(void);
+extern void directory_cache_note_own_change(void);
 
 #endif

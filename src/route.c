@@ -2,15 +2,22 @@
  * route.c - routing through a shard directory (SPEC 3): chash_slot,
  * chash_route, chash_route_explain, chash_route_for_write
  *
- * All answers come from the backend's directory cache (directory_cache.c);
- * per call there is no table access and no allocation.
+ * The routing rules: a tenant is canonicalized for the directory's key
+ * type and slotted by its slot method; an override beats the slot's
+ * owner; the step that moves it comes from the step index (its
+ * precedence rules are in src/core/step_index.h).  Answers come from the
+ * backend's directory cache (directory_cache.c): per call there is no
+ * table access, and the only allocation is the caller's copy of the
+ * answer, which outlives the cache entry it came from.
  */
 #include "chash.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
+#include "utils/uuid.h"
 
 #include "directory_cache.h"
 
@@ -19,6 +26,108 @@ PG_FUNCTION_INFO_V1(chash_route);
 PG_FUNCTION_INFO_V1(chash_route_int8);
 PG_FUNCTION_INFO_V1(chash_route_explain);
 PG_FUNCTION_INFO_V1(chash_route_for_write);
+
+/* A tenant as routing sees it: canonical bytes, hash and slot. */
+typedef struct RouteKey
+{
+	const char *data;
+	uint32		len;
+	bool		have_xxh;
+	uint64		xxh;
+	int32		slot;
+	char		buf[CANONICAL_UUID_LEN + 4];
+} RouteKey;
+
+static void
+pg_attribute_noreturn()
+invalid_tenant(RouteDirectory *dir, const char *tenant, size_t len, tenant_status status)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("invalid tenant \"%.*s\" for directory \"%.*s\"",
+					chash_quote_len(tenant, len), tenant,
+					chash_quote_len(dir->name, dir->name_len), dir->name),
+			 errdetail(status == TENANT_OUT_OF_RANGE ?
+					   "The directory's tenants are of type %s and this value is out of range." :
+					   "The directory's tenants are of type %s.", key_type_name(dir->ktype))));
+}
+
+/* Canonicalizes and slots a tenant (22P02 when not of the key type). */
+static void
+route_key_init(RouteDirectory *dir, const char *tenant, size_t len, RouteKey *key)
+{
+	int64		value = 0;
+	pg_uuid_t	uuid;
+	tenant_status status;
+
+	switch (dir->ktype)
+	{
+		case KEY_TYPE_BIGINT:
+			status = bigint_tenant_parse(tenant, len, &value);
+			if (status != TENANT_OK)
+				invalid_tenant(dir, tenant, len, status);
+			key->len = bigint_tenant_format(value, key->buf);
+			key->data = key->buf;
+			break;
+		case KEY_TYPE_UUID:
+			status = uuid_tenant_parse(tenant, len, uuid.data);
+			if (status != TENANT_OK)
+				invalid_tenant(dir, tenant, len, status);
+			uuid_tenant_format(uuid.data, key->buf);
+			key->len = CANONICAL_UUID_LEN;
+			key->data = key->buf;
+			break;
+		default:
+			key->data = tenant;
+			key->len = len;
+			break;
+	}
+	key->have_xxh = false;
+	switch (dir->method)
+	{
+		case SLOT_METHOD_PG_HASH:
+			if (dir->ktype == KEY_TYPE_BIGINT)
+				key->slot = chash_pg_partition_of(INT8OID, Int64GetDatum(value), dir->slot_count);
+			else if (dir->ktype == KEY_TYPE_UUID)
+				key->slot = chash_pg_partition_of(UUIDOID, UUIDPGetDatum(&uuid), dir->slot_count);
+			else
+			{
+				/* a text Datum of the tenant, on the stack when it fits */
+				union
+				{
+					int32		align;
+					char		data[VARHDRSZ + 256];
+				}			buf;
+				text	   *t = len <= 256 ? (text *) buf.data : palloc(VARHDRSZ + len);
+
+				SET_VARSIZE(t, VARHDRSZ + len);
+				memcpy(VARDATA(t), key->data, len);
+				key->slot = chash_pg_partition_of(TEXTOID, PointerGetDatum(t), dir->slot_count);
+				if ((char *) t != buf.data)
+					pfree(t);
+			}
+			break;
+		case SLOT_METHOD_REDIS:
+			key->slot = directory_text_slot(dir->method, key->data, key->len, 0, dir->slot_count);
+			break;
+		default:
+			key->xxh = xxh64_hash(key->data, key->len, 0);
+			key->have_xxh = true;
+			key->slot = directory_text_slot(dir->method, key->data, key->len, key->xxh, dir->slot_count);
+			break;
+	}
+}
+
+static uint64
+key_hash(RouteKey *key)
+{
+	if (!key->have_xxh)
+	{
+		key->xxh = xxh64_hash(key->data, key->len, 0);
+		key->have_xxh = true;
+	}
+	return key->xxh;
+}
 
 /* The directory (argument 0) and the key of a text tenant (argument 1). */
 static inline RouteDirectory *
@@ -31,6 +140,43 @@ text_route_key(FunctionCallInfo fcinfo, RouteKey *key)
 	return dir;
 }
 
+/* The owning shard: the override if pinned, else the slot's owner. */
+static inline int32
+owner_of(RouteDirectory *dir, RouteKey *key, bool *overridden)
+{
+	const tenant_map_entry *e = NULL;
+
+	if (dir->overrides.count > 0)
+		e = tenant_map_get(&dir->overrides, key_hash(key), key->data, key->len);
+	*overridden = e != NULL;
+	return e != NULL ? e->value : dir->slot_owner[key->slot];
+}
+
+/* The step in flight that moves the key, or NULL. */
+static RouteStep *
+step_of(RouteDirectory *dir, RouteKey *key, bool overridden)
+{
+	const step_ref *r;
+
+	if (dir->step_index.count == 0)
+		return NULL;
+	r = step_index_lookup(&dir->step_index,
+						  dir->step_index.tenants.count > 0 ? key_hash(key) : 0,
+						  key->data, key->len, key->slot, overridden);
+	return r != NULL ? &dir->steps[r->value] : NULL;
+}
+
+/* The caller's own copy of a shard name: the cache may be gone when it is read. */
+static inline text *
+shard_name(RouteDirectory *dir, int32 shard)
+{
+	text	   *name = dir->shards[shard].name;
+	text	   *copy = palloc(VARSIZE(name));
+
+	memcpy(copy, name, VARSIZE(name));
+	return copy;
+}
+
 Datum
 chash_slot(PG_FUNCTION_ARGS)
 {
@@ -40,15 +186,6 @@ chash_slot(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(key.slot);
 }
 
-static int32
-owner_of(RouteDirectory *dir, RouteKey *key, bool *overridden)
-{
-	int32		shard = route_override(dir, key);
-
-	*overridden = shard >= 0;
-	return shard >= 0 ? shard : dir->slot_owner[key->slot];
-}
-
 Datum
 chash_route(PG_FUNCTION_ARGS)
 {
@@ -56,8 +193,7 @@ chash_route(PG_FUNCTION_ARGS)
 	RouteDirectory *dir = text_route_key(fcinfo, &key);
 	bool		overridden;
 
-	/* the cache's own copy: it lives until the transaction ends */
-	PG_RETURN_TEXT_P(dir->shards[owner_of(dir, &key, &overridden)].name);
+	PG_RETURN_TEXT_P(shard_name(dir, owner_of(dir, &key, &overridden)));
 }
 
 /* A bigint tenant routes exactly like its decimal text. */
@@ -71,7 +207,7 @@ chash_route_int8(PG_FUNCTION_ARGS)
 	bool		overridden;
 
 	route_key_init(dir, decimal, len, &key);
-	PG_RETURN_TEXT_P(dir->shards[owner_of(dir, &key, &overridden)].name);
+	PG_RETURN_TEXT_P(shard_name(dir, owner_of(dir, &key, &overridden)));
 }
 
 Datum
@@ -87,23 +223,33 @@ chash_route_explain(PG_FUNCTION_ARGS)
 	bool		nulls[7] = {false};
 
 	shard = owner_of(dir, &key, &overridden);
-	step = route_step(dir, &key, overridden);
+	step = step_of(dir, &key, overridden);
 
 	InitMaterializedSRF(fcinfo, 0);
 	values[0] = PointerGetDatum(cstring_to_text_with_len(key.data, key.len));
 	values[1] = Int32GetDatum(key.slot);
-	values[2] = PointerGetDatum(dir->shards[shard].name);
+	values[2] = PointerGetDatum(shard_name(dir, shard));
 	values[3] = CStringGetTextDatum(overridden ? "override" : "slot");
 	if (step != NULL)
 	{
 		values[4] = CStringGetTextDatum(step->fenced ? "fenced" : "copying");
-		values[5] = PointerGetDatum(step->to_shard);
+		values[5] = PointerGetDatum(shard_name(dir, step->to_shard));
 		values[6] = Int64GetDatum(step->migration);
 	}
 	else
 		nulls[4] = nulls[5] = nulls[6] = true;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
+}
+
+/* A shard name quoted for a message. */
+static char *
+quoted_shard(RouteDirectory *dir, int32 shard)
+{
+	text	   *name = dir->shards[shard].name;
+	int			len = VARSIZE(name) - VARHDRSZ;
+
+	return psprintf("\"%.*s\"", chash_quote_len(VARDATA(name), len), VARDATA(name));
 }
 
 Datum
@@ -116,7 +262,7 @@ chash_route_for_write(PG_FUNCTION_ARGS)
 	RouteStep  *step;
 
 	shard = owner_of(dir, &key, &overridden);
-	step = route_step(dir, &key, overridden);
+	step = step_of(dir, &key, overridden);
 	if (step != NULL && step->fenced)
 	{
 		/* A slot step fences every tenant routed by the slot; a tenant step only its tenant. */
@@ -124,11 +270,13 @@ chash_route_for_write(PG_FUNCTION_ARGS)
 
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("tenant \"%.*s\" of directory \"%s\" is being moved", (int) key.len, key.data, dir->name),
-				 errdetail("%s fenced by step %d of migration " INT64_FORMAT ", which moves it from shard \"%s\" to shard \"%s\".",
+				 errmsg("tenant \"%.*s\" of directory \"%.*s\" is being moved",
+						chash_quote_len(key.data, key.len), key.data,
+						chash_quote_len(dir->name, dir->name_len), dir->name),
+				 errdetail("%s fenced by step %d of migration " INT64_FORMAT ", which moves it from shard %s to shard %s.",
 						   what, step->step, step->migration,
-						   text_to_cstring(dir->shards[shard].name), text_to_cstring(step->to_shard)),
+						   quoted_shard(dir, shard), quoted_shard(dir, step->to_shard)),
 				 errhint("Retry the transaction; writes resume when the step completes.")));
 	}
-	PG_RETURN_TEXT_P(dir->shards[shard].name);
+	PG_RETURN_TEXT_P(shard_name(dir, shard));
 }

@@ -202,6 +202,28 @@ uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN])
 }
 
 int
+tenant_is_canonical(key_type type, const char *text, size_t len)
+{
+	char		buf[CANONICAL_UUID_LEN];
+	int64_t		value;
+	uint8_t		uuid[16];
+
+	switch (type)
+	{
+		case KEY_TYPE_BIGINT:
+			return bigint_tenant_parse(text, len, &value) == TENANT_OK &&
+				bigint_tenant_format(value, buf) == len && memcmp(buf, text, len) == 0;
+		case KEY_TYPE_UUID:
+			if (len != CANONICAL_UUID_LEN || uuid_tenant_parse(text, len, uuid) != TENANT_OK)
+				return 0;
+			uuid_tenant_format(uuid, buf);
+			return memcmp(buf, text, len) == 0;
+		default:
+			return 1;
+	}
+}
+
+int
 largest_remainder_split(const double *weights, int count, int64_t total, int64_t *sizes)
 {
 	double		sum = 0;

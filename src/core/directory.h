@@ -75,6 +75,12 @@ tenant_status uuid_tenant_parse(const char *text, size_t len, uint8_t uuid[16]);
 void		uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN]);
 
 /*
+ * Whether text is a tenant of the key type in its canonical form, as the
+ * tables store tenants (a row in another form would never be matched).
+ */
+int			tenant_is_canonical(key_type type, const char *text, size_t len);
+
+/*
  * Splits slot_count slots into count contiguous ranges, in array order,
  * sizes proportional to weights (finite, >= 0, sum > 0), rounding by
  * largest remainder with ties to the earlier index.  sizes[i] gets the

@@ -1,0 +1,582 @@
+/*
+ * directory_load.c - building a RouteDirectory from the directory tables,
+ * checking every value read (directory_load.h)
+ *
+ * The tables' constraints and triggers keep the invariants, but the
+ * loader does not rely on them: the owner can insert rows with triggers
+ * disabled, and a value out of range here would index memory out of
+ * bounds in every routing call of every backend.  Bad rows are 55000
+ * (object not in prerequisite state), not XX001: the storage is fine, the
+ * directory is not.  Every loop checks for interrupts.
+ */
+#include "chash.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "directory_load.h"
+
+/* Steps merged or tenants indexed between two interrupt checks. */
+#define LOAD_PIECE 65536
+
+/* What the loaders share while building one directory. */
+typedef struct Loader
+{
+	const DirectoryCatalog *catalog;
+	RouteDirectory *dir;
+	text	   *name;
+	Snapshot	snapshot;
+	tenant_map	shard_map;		/* shard name -> index into dir->shards */
+	int32		last_shard;		/* slots come in runs of one owner */
+} Loader;
+
+#define COLUMN(loader, c) ((loader)->catalog->columns[c])
+
+/* 55000 for a row of table that routing cannot use. */
+static void
+pg_attribute_noreturn()
+bad_row(const char *name, int name_len, const char *table, char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("directory \"%.*s\" has an invalid row in table \"%s\"",
+					chash_quote_len(name, name_len), name, table),
+			 errdetail_internal("%s", detail),
+			 errhint("Correct or delete the row; routing through the directory fails until then.")));
+}
+
+#define BAD_ROW(loader, table, ...) \
+	bad_row((loader)->dir->name, (loader)->dir->name_len, (table), psprintf(__VA_ARGS__))
+
+/* A quoted piece of user text for a detail message. */
+static char *
+quoted(text *t)
+{
+	const char *s = VARDATA_ANY(t);
+	size_t		len = VARSIZE_ANY_EXHDR(t);
+
+	return psprintf("\"%.*s\"", chash_quote_len(s, len), s);
+}
+
+static bool
+text_equals(text *t, const char *s)
+{
+	size_t		len = strlen(s);
+
+	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+static Datum
+get_column(HeapTuple tuple, TupleDesc desc, AttrNumber attnum, bool *isnull)
+{
+	return heap_getattr(tuple, attnum, desc, isnull);
+}
+
+static text *
+get_text(HeapTuple tuple, TupleDesc desc, AttrNumber attnum)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	return isnull ? NULL : DatumGetTextPP(d);
+}
+
+/* A key "column = name" on a text column. */
+static void
+name_key(ScanKeyData *key, Relation rel, AttrNumber attnum, text *name)
+{
+	ScanKeyEntryInitialize(key, 0, attnum, BTEqualStrategyNumber, InvalidOid,
+						   TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attcollation,
+						   F_TEXTEQ, PointerGetDatum(name));
+}
+
+bool
+directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapshot,
+				   DirectoryRow *row)
+{
+	Relation	rel = table_open(catalog->tables[T_DIRECTORY], NoLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	const char *n = VARDATA_ANY(name);
+	int			n_len = VARSIZE_ANY_EXHDR(name);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	bool		found = false;
+	const char *table = directory_table_names[T_DIRECTORY];
+
+	name_key(&key, rel, catalog->columns[C_DIRECTORY_NAME], name);
+	scan = systable_beginscan(rel, catalog->indexes[T_DIRECTORY], true, snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		bool		null_count;
+		bool		null_version;
+		Datum		count = get_column(tuple, desc, catalog->columns[C_DIRECTORY_SLOT_COUNT], &null_count);
+		Datum		version = get_column(tuple, desc, catalog->columns[C_DIRECTORY_VERSION], &null_version);
+		text	   *method = get_text(tuple, desc, catalog->columns[C_DIRECTORY_SLOT_METHOD]);
+		text	   *ktype = get_text(tuple, desc, catalog->columns[C_DIRECTORY_KEY_TYPE]);
+
+		if (found)
+			bad_row(n, n_len, table, pstrdup("The directory has more than one row."));
+		found = true;
+		if (null_count || null_version || method == NULL || ktype == NULL)
+			bad_row(n, n_len, table,
+					pstrdup("Its slot_count, slot_method, key_type and version must not be null."));
+		row->slot_count = DatumGetInt32(count);
+		if (row->slot_count < 1 || row->slot_count > DIRECTORY_MAX_SLOTS)
+			bad_row(n, n_len, table,
+					psprintf("Its slot_count is %d; it must be between 1 and %d.",
+							 row->slot_count, DIRECTORY_MAX_SLOTS));
+		if (slot_method_parse(VARDATA_ANY(method), VARSIZE_ANY_EXHDR(method), &row->method) != 0)
+			bad_row(n, n_len, table, psprintf("Its slot_method %s is not one of the slot methods.",
+											  quoted(method)));
+		if (key_type_parse(VARDATA_ANY(ktype), VARSIZE_ANY_EXHDR(ktype), &row->ktype) != 0)
+			bad_row(n, n_len, table, psprintf("Its key_type %s is not one of the key types.",
+											  quoted(ktype)));
+		if (row->method == SLOT_METHOD_REDIS && row->slot_count != 16384)
+			bad_row(n, n_len, table,
+					psprintf("Its slot method is \"redis\" and its slot_count %d, not 16384.",
+							 row->slot_count));
+		row->version = DatumGetInt64(version);
+		row->tid = tuple->t_self;
+		row->xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
+	}
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+	return found;
+}
+
+/* The index of a shard named in a row; -1 when it is null or unknown. */
+static int32
+shard_index(Loader *loader, text *shard)
+{
+	RouteDirectory *dir = loader->dir;
+	const char *s;
+	uint32		len;
+	const tenant_map_entry *e;
+
+	if (shard == NULL)
+		return -1;
+	s = VARDATA_ANY(shard);
+	len = VARSIZE_ANY_EXHDR(shard);
+	if (loader->last_shard >= 0 &&
+		VARSIZE(dir->shards[loader->last_shard].name) - VARHDRSZ == len &&
+		memcmp(VARDATA(dir->shards[loader->last_shard].name), s, len) == 0)
+		return loader->last_shard;
+	e = tenant_map_get(&loader->shard_map, xxh64_hash(s, len, 0), s, len);
+	if (e == NULL)
+		return -1;
+	loader->last_shard = e->value;
+	return e->value;
+}
+
+/* The 55000 for a row whose shard shard_index() refused. */
+static void
+pg_attribute_noreturn()
+bad_shard(Loader *loader, const char *table, char *row_desc, text *shard)
+{
+	if (shard == NULL)
+		BAD_ROW(loader, table, "%s has a null shard.", row_desc);
+	BAD_ROW(loader, table, "%s names shard %s, which is not a shard of the directory.",
+			row_desc, quoted(shard));
+}
+
+/* A tenant of a row: not null and in the key type's canonical form. */
+static text *
+checked_tenant(Loader *loader, text *tenant, const char *table, const char *row_desc)
+{
+	if (tenant == NULL)
+		BAD_ROW(loader, table, "%s has a null tenant.", row_desc);
+	if (!tenant_is_canonical(loader->dir->ktype, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant)))
+		BAD_ROW(loader, table, "%s has tenant %s, which is not a canonical %s.",
+				row_desc, quoted(tenant), key_type_name(loader->dir->ktype));
+	return tenant;
+}
+
+static void
+load_shards(Loader *loader)
+{
+	RouteDirectory *dir = loader->dir;
+	Relation	rel = table_open(loader->catalog->tables[T_SHARD], NoLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	const char *table = directory_table_names[T_SHARD];
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int			capacity = 16;
+	size_t		map_capacity;
+
+	dir->shards = palloc(sizeof(RouteShard) * capacity);
+	dir->nshards = 0;
+	name_key(&key, rel, COLUMN(loader, C_SHARD_DIRECTORY), loader->name);
+	scan = systable_beginscan(rel, loader->catalog->indexes[T_SHARD], true, loader->snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		text	   *name = get_text(tuple, desc, COLUMN(loader, C_SHARD_SHARD));
+		text	   *state = get_text(tuple, desc, COLUMN(loader, C_SHARD_STATE));
+		RouteShard *s;
+
+		CHECK_FOR_INTERRUPTS();
+		if (name == NULL)
+			BAD_ROW(loader, table, "A shard has a null name.");
+		if (dir->nshards == capacity)
+		{
+			capacity *= 2;
+			dir->shards = repalloc_huge(dir->shards, sizeof(RouteShard) * capacity);
+		}
+		s = &dir->shards[dir->nshards++];
+		/* a plain 4-byte-header copy, which routing copies out as is */
+		s->name = cstring_to_text_with_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+		if (state != NULL && text_equals(state, "active"))
+			s->state = 'a';
+		else if (state != NULL && text_equals(state, "draining"))
+			s->state = 'd';
+		else if (state != NULL && text_equals(state, "retired"))
+			s->state = 'r';
+		else
+			BAD_ROW(loader, table, "Shard %s has state %s; it must be active, draining or retired.",
+					quoted(name), state ? quoted(state) : "null");
+	}
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+
+	map_capacity = tenant_map_capacity(dir->nshards);
+	tenant_map_init(&loader->shard_map, palloc0(sizeof(tenant_map_entry) * map_capacity),
+					map_capacity, NULL, 0);
+	for (int i = 0; i < dir->nshards; i++)
+	{
+		text	   *n = dir->shards[i].name;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!tenant_map_put(&loader->shard_map, xxh64_hash(VARDATA(n), VARSIZE(n) - VARHDRSZ, 0),
+							VARDATA(n), VARSIZE(n) - VARHDRSZ, i))
+			BAD_ROW(loader, table, "Shard %s appears more than once.", quoted(n));
+	}
+}
+
+static void
+load_slots(Loader *loader)
+{
+	RouteDirectory *dir = loader->dir;
+	Relation	rel = table_open(loader->catalog->tables[T_SLOT], NoLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	const char *table = directory_table_names[T_SLOT];
+	AttrNumber	slot_col = COLUMN(loader, C_SLOT_SLOT);
+	AttrNumber	shard_col = COLUMN(loader, C_SLOT_SHARD);
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int32		owned = 0;
+
+	dir->slot_owner = palloc(sizeof(int32) * dir->slot_count);
+	memset(dir->slot_owner, 0xff, sizeof(int32) * dir->slot_count);	/* -1: no owner yet */
+	name_key(&key, rel, COLUMN(loader, C_SLOT_DIRECTORY), loader->name);
+
+	/*
+	 * Slots land in the array by number, so any order will do.  When the
+	 * directory is a large share of the table, reading the whole table in
+	 * physical order (visibility checked a page at a time) beats fetching
+	 * each row through the index (a buffer lock and a visibility check per
+	 * row): 1,048,576 slots load in about half the time.  The table's size
+	 * in pages is always current; ~150 slot rows fill a page.
+	 */
+	scan = systable_beginscan(rel, loader->catalog->indexes[T_SLOT],
+							  (double) dir->slot_count * 4 <
+							  (double) RelationGetNumberOfBlocks(rel) * 150,
+							  loader->snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		int32		slot;
+		text	   *shard;
+
+		CHECK_FOR_INTERRUPTS();
+		heap_deform_tuple(tuple, desc, values, nulls);
+		if (nulls[slot_col - 1])
+			BAD_ROW(loader, table, "A slot row has a null slot number.");
+		slot = DatumGetInt32(values[slot_col - 1]);
+		if (slot < 0 || slot >= dir->slot_count)
+			BAD_ROW(loader, table, "Slot %d is out of range; the directory's slots are 0 .. %d.",
+					slot, dir->slot_count - 1);
+		if (dir->slot_owner[slot] >= 0)
+			BAD_ROW(loader, table, "Slot %d has more than one row.", slot);
+		shard = nulls[shard_col - 1] ? NULL : DatumGetTextPP(values[shard_col - 1]);
+		dir->slot_owner[slot] = shard_index(loader, shard);
+		if (dir->slot_owner[slot] < 0)
+			bad_shard(loader, table, psprintf("Slot %d", slot), shard);
+		owned++;
+	}
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+	pfree(values);
+	pfree(nulls);
+	if (owned != dir->slot_count)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("directory \"%.*s\" is incomplete",
+						chash_quote_len(dir->name, dir->name_len), dir->name),
+				 errdetail("%d of its %d slots have an owner.", owned, dir->slot_count),
+				 errhint("A restore loads the slots after the directory; wait for it, or recreate the directory.")));
+}
+
+static void
+load_overrides(Loader *loader)
+{
+	RouteDirectory *dir = loader->dir;
+	Relation	rel = table_open(loader->catalog->tables[T_OVERRIDE], NoLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	const char *table = directory_table_names[T_OVERRIDE];
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int			capacity = 64;
+	int			count = 0;
+	char	  **data = palloc(sizeof(char *) * capacity);
+	uint32	   *lens = palloc(sizeof(uint32) * capacity);
+	int32	   *shards = palloc(sizeof(int32) * capacity);
+	size_t		map_capacity;
+	size_t		words;
+
+	name_key(&key, rel, COLUMN(loader, C_OVERRIDE_DIRECTORY), loader->name);
+	scan = systable_beginscan(rel, loader->catalog->indexes[T_OVERRIDE], true, loader->snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		text	   *tenant = get_text(tuple, desc, COLUMN(loader, C_OVERRIDE_TENANT));
+		text	   *shard = get_text(tuple, desc, COLUMN(loader, C_OVERRIDE_SHARD));
+
+		CHECK_FOR_INTERRUPTS();
+		checked_tenant(loader, tenant, table, "An override");
+		if (count == capacity)
+		{
+			capacity *= 2;
+			data = repalloc_huge(data, sizeof(char *) * capacity);
+			lens = repalloc_huge(lens, sizeof(uint32) * capacity);
+			shards = repalloc_huge(shards, sizeof(int32) * capacity);
+		}
+		lens[count] = VARSIZE_ANY_EXHDR(tenant);
+		data[count] = palloc(lens[count] + 1);
+		memcpy(data[count], VARDATA_ANY(tenant), lens[count]);
+		shards[count] = shard_index(loader, shard);
+		if (shards[count] < 0)
+			bad_shard(loader, table, psprintf("The override of tenant %s", quoted(tenant)), shard);
+		count++;
+	}
+	systable_endscan(scan);
+	table_close(rel, NoLock);
+
+	map_capacity = tenant_map_capacity(count);
+	words = tenant_map_filter_words(count);
+	tenant_map_init(&dir->overrides, palloc0(sizeof(tenant_map_entry) * map_capacity), map_capacity,
+					palloc0(sizeof(uint64) * words), words);
+	for (int i = 0; i < count; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!tenant_map_put(&dir->overrides, xxh64_hash(data[i], lens[i], 0), data[i], lens[i], shards[i]))
+			BAD_ROW(loader, table, "Tenant \"%.*s\" has more than one override.",
+					chash_quote_len(data[i], lens[i]), data[i]);
+	}
+	pfree(data);
+	pfree(lens);
+	pfree(shards);
+}
+
+/* Reads the steps of one running migration; keeps those in flight. */
+static void
+load_migration_steps(Loader *loader, Relation rel, int64 migration,
+					 step_ref **refs, int *count, int *capacity)
+{
+	RouteDirectory *dir = loader->dir;
+	TupleDesc	desc = RelationGetDescr(rel);
+	const char *table = directory_table_names[T_STEP];
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	ScanKeyInit(&key, COLUMN(loader, C_STEP_MIGRATION), BTEqualStrategyNumber, F_INT8EQ,
+				Int64GetDatum(migration));
+	scan = systable_beginscan(rel, loader->catalog->indexes[T_STEP], true, loader->snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		text	   *state = get_text(tuple, desc, COLUMN(loader, C_STEP_STATE));
+		bool		step_null;
+		bool		slot_null;
+		Datum		step_d = get_column(tuple, desc, COLUMN(loader, C_STEP_STEP), &step_null);
+		Datum		slot_d = get_column(tuple, desc, COLUMN(loader, C_STEP_SLOT), &slot_null);
+		text	   *tenant = get_text(tuple, desc, COLUMN(loader, C_STEP_TENANT));
+		text	   *to_shard;
+		int32		step;
+		char	   *row_desc;
+		step_ref   *r;
+		RouteStep  *s;
+
+		CHECK_FOR_INTERRUPTS();
+		if (step_null)
+			BAD_ROW(loader, table, "A step of migration " INT64_FORMAT " has a null step number.",
+					migration);
+		step = DatumGetInt32(step_d);
+		if (state == NULL ||
+			!(text_equals(state, "pending") || text_equals(state, "copying") ||
+			  text_equals(state, "fenced") || text_equals(state, "done") ||
+			  text_equals(state, "cancelled")))
+			BAD_ROW(loader, table,
+					"Step %d of migration " INT64_FORMAT " has state %s; it must be pending, copying, fenced, done or cancelled.",
+					step, migration, state ? quoted(state) : "null");
+		if (!text_equals(state, "copying") && !text_equals(state, "fenced"))
+			continue;
+
+		row_desc = psprintf("Step %d of migration " INT64_FORMAT, step, migration);
+		if (slot_null == (tenant == NULL))
+			BAD_ROW(loader, table, "%s must have either a slot or a tenant.", row_desc);
+		if (*count == *capacity)
+		{
+			*capacity *= 2;
+			*refs = repalloc_huge(*refs, sizeof(step_ref) * *capacity);
+			dir->steps = repalloc_huge(dir->steps, sizeof(RouteStep) * *capacity);
+		}
+		r = &(*refs)[*count];
+		s = &dir->steps[*count];
+		memset(r, 0, sizeof(*r));
+		r->migration = s->migration = migration;
+		r->step = s->step = step;
+		r->value = *count;
+		if (!slot_null)
+		{
+			r->slot = DatumGetInt32(slot_d);
+			if (r->slot < 0 || r->slot >= dir->slot_count)
+				BAD_ROW(loader, table, "%s moves slot %d; the directory's slots are 0 .. %d.",
+						row_desc, r->slot, dir->slot_count - 1);
+		}
+		else
+		{
+			checked_tenant(loader, tenant, table, row_desc);
+			r->slot = -1;
+			r->tenant_len = VARSIZE_ANY_EXHDR(tenant);
+			r->tenant = memcpy(palloc(r->tenant_len + 1), VARDATA_ANY(tenant), r->tenant_len);
+			r->tenant_hash = xxh64_hash(r->tenant, r->tenant_len, 0);
+		}
+		s->slot = r->slot;
+		s->fenced = text_equals(state, "fenced");
+		to_shard = get_text(tuple, desc, COLUMN(loader, C_STEP_TO_SHARD));
+		s->to_shard = shard_index(loader, to_shard);
+		if (s->to_shard < 0)
+			bad_shard(loader, table, row_desc, to_shard);
+		pfree(row_desc);
+		(*count)++;
+	}
+	systable_endscan(scan);
+}
+
+/* Steps in flight: copying or fenced steps of running migrations. */
+static void
+load_steps(Loader *loader)
+{
+	RouteDirectory *dir = loader->dir;
+	Relation	mrel = table_open(loader->catalog->tables[T_MIGRATION], NoLock);
+	Relation	srel = table_open(loader->catalog->tables[T_STEP], NoLock);
+	TupleDesc	mdesc = RelationGetDescr(mrel);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	int			capacity = 16;
+	int			count = 0;
+	step_ref   *refs = palloc(sizeof(step_ref) * capacity);
+	step_ref   *sorted;
+	step_sort	sort;
+	size_t		ntenants;
+	size_t		map_capacity;
+	size_t		words;
+
+	dir->steps = palloc(sizeof(RouteStep) * capacity);
+	/* chash_migration_running indexes running migrations by directory */
+	name_key(&key, mrel, COLUMN(loader, C_MIGRATION_DIRECTORY), loader->name);
+	scan = systable_beginscan(mrel, loader->catalog->indexes[T_MIGRATION], true, loader->snapshot, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		text	   *status = get_text(tuple, mdesc, COLUMN(loader, C_MIGRATION_STATUS));
+		bool		id_null;
+		Datum		id = get_column(tuple, mdesc, COLUMN(loader, C_MIGRATION_ID), &id_null);
+
+		CHECK_FOR_INTERRUPTS();
+		if (id_null)
+			BAD_ROW(loader, directory_table_names[T_MIGRATION], "A migration has a null id.");
+		if (status == NULL ||
+			!(text_equals(status, "running") || text_equals(status, "done") ||
+			  text_equals(status, "cancelled")))
+			BAD_ROW(loader, directory_table_names[T_MIGRATION],
+					"Migration " INT64_FORMAT " has status %s; it must be running, done or cancelled.",
+					DatumGetInt64(id), status ? quoted(status) : "null");
+		if (!text_equals(status, "running"))
+			continue;
+		load_migration_steps(loader, srel, DatumGetInt64(id), &refs, &count, &capacity);
+	}
+	systable_endscan(scan);
+	table_close(srel, NoLock);
+	table_close(mrel, NoLock);
+
+	/* Sorted in pieces: there are as many steps as the table holds. */
+	step_sort_begin(&sort, refs, palloc(sizeof(step_ref) * Max(count, 1)), count);
+	do
+		CHECK_FOR_INTERRUPTS();
+	while (!step_sort_continue(&sort, LOAD_PIECE));
+	sorted = step_sort_result(&sort);
+
+	ntenants = step_index_tenant_steps(sorted, count);
+	map_capacity = tenant_map_capacity(ntenants);
+	words = tenant_map_filter_words(ntenants);
+	step_index_init(&dir->step_index, sorted, count,
+					palloc0(sizeof(tenant_map_entry) * map_capacity), map_capacity,
+					palloc0(sizeof(uint64) * words), words);
+	for (size_t from = 0; from < ntenants; from += LOAD_PIECE)
+	{
+		CHECK_FOR_INTERRUPTS();
+		(void) step_index_add_tenants(&dir->step_index, from, Min(from + LOAD_PIECE, ntenants));
+	}
+}
+
+RouteDirectory *
+directory_load(const DirectoryCatalog *catalog, text *name, const DirectoryRow *row,
+			   Snapshot snapshot)
+{
+	/*
+	 * Built in a context under the statement's until it is complete, so an
+	 * error halfway leaks nothing; then moved under CacheMemoryContext.
+	 */
+	MemoryContext context = AllocSetContextCreate(CurrentMemoryContext,
+												  "chash directory",
+												  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(context);
+	RouteDirectory *dir = palloc0(sizeof(RouteDirectory));
+	Loader		loader;
+
+	dir->context = context;
+	dir->name_len = VARSIZE_ANY_EXHDR(name);
+	dir->name = palloc(dir->name_len + 1);
+	memcpy(dir->name, VARDATA_ANY(name), dir->name_len);
+	dir->name[dir->name_len] = '\0';
+	MemoryContextSetIdentifier(context, dir->name);
+	dir->version = row->version;
+	dir->slot_count = row->slot_count;
+	dir->method = row->method;
+	dir->ktype = row->ktype;
+
+	loader.catalog = catalog;
+	loader.dir = dir;
+	loader.name = name;
+	loader.snapshot = snapshot;
+	loader.last_shard = -1;
+	load_shards(&loader);
+	load_slots(&loader);
+	load_overrides(&loader);
+	load_steps(&loader);
+
+	MemoryContextSwitchTo(old);
+	MemoryContextSetParent(context, CacheMemoryContext);
+	return dir;
+}
