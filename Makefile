@@ -83,8 +83,15 @@ unit-build/san-%: tests/unit/%.c $(CORE_SRCS) $(wildcard src/core/*.h) tests/uni
 	@mkdir -p unit-build
 	$(CC) $(UNIT_CFLAGS) $(SAN_FLAGS) $< tests/unit/unit_main.c $(CORE_SRCS) unit-build/md5.o $(UNIT_LIBS) -o $@
 
+# The split's tests once more with its double-precision shortcuts off, so
+# the exact path alone meets the same vectors (largest_remainder.c).
+unit-build/exact-%: tests/unit/%.c $(CORE_SRCS) $(wildcard src/core/*.h) tests/unit/unit_main.c tests/unit/unit.h unit-build/md5.o
+	@mkdir -p unit-build
+	$(CC) $(UNIT_CFLAGS) -DLARGEST_REMAINDER_EXACT_ONLY $< tests/unit/unit_main.c $(CORE_SRCS) unit-build/md5.o $(UNIT_LIBS) -o $@
+
 UNIT_BINS = $(patsubst tests/unit/%.c,unit-build/%,$(UNIT_TESTS)) \
-	$(patsubst tests/unit/%.c,unit-build/san-%,$(UNIT_TESTS))
+	$(patsubst tests/unit/%.c,unit-build/san-%,$(UNIT_TESTS)) \
+	unit-build/exact-test_directory unit-build/exact-test_planner
 
 unit: $(UNIT_BINS)
 	@tests/unit/run $(UNIT_BINS)

@@ -163,6 +163,38 @@ CREATE TABLE "Odd Table" ("Tenant Id" bigint);
 INSERT INTO "Odd Table" VALUES (1), (1), (2);
 SELECT chash_measure_tenants('plan_int', '"Odd Table"', 'Tenant Id');
 
+-- A new directory is exactly at its targets: creation and the planner split
+-- with one function, on the exact values of the weights.  4, 1, 1 over
+-- 1,328 slots: quotas 885 1/3, 221 1/3, 221 1/3 tie exactly, the earlier
+-- shard gets the slot left over (886 / 221 / 221), and there is no plan.
+SELECT chash_create_directory('plan_exact', ARRAY['a', 'b', 'c'], 1328, weights => ARRAY[4, 1, 1]);
+SELECT shard, count(*) FROM chash_slot WHERE directory = 'plan_exact' GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS moves FROM chash_plan_rebalance('plan_exact');
+-- the same ratios near the top and the bottom of float8
+SELECT chash_create_directory('plan_exact_huge', ARRAY['a', 'b', 'c'], 1328,
+                              weights => ARRAY[4e307, 1e307, 1e307]);
+SELECT chash_create_directory('plan_exact_tiny', ARRAY['a', 'b', 'c'], 1328,
+                              weights => ARRAY[2e-323, 5e-324, 5e-324]);
+SELECT directory, string_agg(n::text, ' / ' ORDER BY shard) AS slots
+  FROM (SELECT directory, shard, count(*) AS n FROM chash_slot
+         WHERE directory IN ('plan_exact_huge', 'plan_exact_tiny') GROUP BY 1, 2) c
+ GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS moves FROM chash_plan_rebalance('plan_exact_huge');
+SELECT count(*) AS moves FROM chash_plan_rebalance('plan_exact_tiny');
+
+-- Weights that are each finite but sum to more than the largest float8:
+-- 22023, from creation and from both strategies of the planner.
+\i sql/include/bad.sql
+SELECT bad($$SELECT chash_create_directory('plan_huge', ARRAY['a', 'b'], 16, weights => ARRAY[1e308, 1e308])$$);
+SELECT chash_create_directory('plan_huge', ARRAY['a', 'b'], 16, weights => ARRAY[1e308, 1]);
+SELECT chash_add_shard('plan_huge', 'c', 1e308);
+SELECT bad($$SELECT * FROM chash_plan_rebalance('plan_huge')$$);
+SELECT bad($$SELECT * FROM chash_plan_rebalance('plan_huge', 'bytes')$$);
+-- only active shards count: drained, c leaves a sum that fits
+SELECT chash_set_shard('plan_huge', 'c', state => 'draining');
+SELECT count(*) AS moves FROM chash_plan_rebalance('plan_huge');
+
 DROP TABLE orders, legacy, "Odd Table";
 DROP VIEW after_plan, sized_load;
-SELECT chash_drop_directory(d) FROM unnest(ARRAY['plan', 'plan_even', 'plan_ties', 'sized', 'plan_int']) d;
+SELECT chash_drop_directory(d) FROM unnest(ARRAY['plan', 'plan_even', 'plan_ties', 'sized', 'plan_int',
+                                                 'plan_exact', 'plan_exact_huge', 'plan_exact_tiny', 'plan_huge']) d;

@@ -23,6 +23,7 @@
 #include "directory.h"
 #include "directory_cache.h"
 #include "directory_catalog.h"
+#include "largest_remainder.h"
 #include "redis_slot.h"
 
 PG_FUNCTION_INFO_V1(chash_create_directory);
@@ -49,7 +50,9 @@ chash_create_directory(PG_FUNCTION_ARGS)
 	slot_method method;
 	key_type	ktype;
 	double	   *weights;
-	int64	   *sizes;
+	int32	   *sizes;
+	int32	   *scratch;
+	split_status split;
 	Datum	   *shard_datums;
 	Datum	   *range_shards;
 	Datum	   *weight_datums;
@@ -117,9 +120,24 @@ chash_create_directory(PG_FUNCTION_ARGS)
 						 errhint("Add a shard with chash_add_shard() to warm it up from zero slots.")));
 	}
 
-	sizes = palloc(sizeof(int64) * shards.count);
-	if (largest_remainder_split(weights, shards.count, slot_count, sizes) != 0)
-		elog(ERROR, "could not split slots by weight");
+	sizes = palloc(sizeof(int32) * shards.count);
+	scratch = palloc(sizeof(int32) * shards.count);
+	split = largest_remainder_split(weights, shards.count, slot_count, sizes, scratch);
+	if (split == SPLIT_SUM_TOO_LARGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("weights of directory \"%.*s\" sum to more than the largest float8",
+						chash_quote_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)),
+						VARDATA_ANY(name)),
+				 errdetail("Each weight is finite, but their sum is not."),
+				 errhint("Scale the weights down: only their ratios matter.")));
+	/* the checks above leave no other failure; still, no status goes unreported */
+	if (split != SPLIT_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot split the slots of directory \"%.*s\" by weight: %s",
+						chash_quote_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)),
+						VARDATA_ANY(name), split_status_message(split))));
 
 	shard_datums = palloc(sizeof(Datum) * shards.count);
 	range_shards = palloc(sizeof(Datum) * shards.count);

@@ -272,6 +272,14 @@ report_planner_status(planner_status status, text *directory)
 				 errmsg("directory \"%s\" has no active shard", text_to_cstring(directory)),
 				 errdetail("Draining and retired shards target zero slots; some shard must take them."),
 				 errhint("Add a shard or set one back to \"active\".")));
+	if (status == PLANNER_WEIGHT_SUM_TOO_LARGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("weights of the active shards of directory \"%.*s\" sum to more than the largest float8",
+						chash_quote_len(VARDATA_ANY(directory), VARSIZE_ANY_EXHDR(directory)),
+						VARDATA_ANY(directory)),
+				 errdetail("Each weight is finite, but their sum is not."),
+				 errhint("Lower the weights with chash_set_shard(): only their ratios matter.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("directory \"%s\" cannot be planned: %s",

@@ -1,12 +1,11 @@
 /*
- * directory.c - slots, canonical tenants, slot ranges and the tenant map
+ * directory.c - slots, canonical tenants and the tenant map
  *
  * The pure parts of the shard directory: everything here is a function of
  * its arguments, so the routing cache and the unit tests share it.
  */
 #include "directory.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "hash64.h"
@@ -221,77 +220,6 @@ tenant_is_canonical(key_type type, const char *text, size_t len)
 		default:
 			return 1;
 	}
-}
-
-int
-largest_remainder_split(const double *weights, int count, int64_t total, int64_t *sizes)
-{
-	double		sum = 0;
-	int64_t		assigned = 0;
-	int64_t		left;
-
-	for (int i = 0; i < count; i++)
-	{
-		if (!isfinite(weights[i]) || weights[i] < 0)
-			return -1;
-		sum += weights[i];
-	}
-	if (count < 1 || !(sum > 0) || !isfinite(sum) || total < 0)
-		return -1;
-
-	/* Remainders are recomputed rather than stored: no allocation, and a
-	 * shard gets at most one extra slot, so the loops stay short. */
-	for (int i = 0; i < count; i++)
-	{
-		double		quota = (double) total * (weights[i] / sum);
-
-		sizes[i] = (int64_t) floor(quota);
-		assigned += sizes[i];
-	}
-	/* Rounding in quota can overshoot by a slot or two: take them back
-	 * from the smallest remainders, later index first. */
-	while (assigned > total)
-	{
-		int			worst = -1;
-		double		worst_r = 2;
-
-		for (int i = count - 1; i >= 0; i--)
-		{
-			double		r = (double) total * (weights[i] / sum) - (double) sizes[i];
-
-			if (sizes[i] > 0 && r < worst_r)
-			{
-				worst = i;
-				worst_r = r;
-			}
-		}
-		sizes[worst]--;
-		assigned--;
-	}
-	/* The rest go one each to the largest remainders, earlier index first. */
-	left = total - assigned;
-	while (left > 0)
-	{
-		int			best = -1;
-		double		best_r = -1;
-
-		for (int i = 0; i < count; i++)
-		{
-			double		r;
-
-			if (weights[i] <= 0)
-				continue;
-			r = (double) total * (weights[i] / sum) - (double) sizes[i];
-			if (r > best_r)
-			{
-				best = i;
-				best_r = r;
-			}
-		}
-		sizes[best]++;
-		left--;
-	}
-	return 0;
 }
 
 size_t

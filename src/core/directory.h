@@ -1,9 +1,9 @@
 /*
  * directory.h - the server-free parts of the shard directory (SPEC 3)
  *
- * Slot computation per slot method, canonical tenant forms, the
- * largest-remainder split of slots by weight, and the open-addressing
- * tenant map the routing cache uses for overrides.  Memory always comes
+ * Slot computation per slot method, canonical tenant forms, and the
+ * open-addressing tenant map the routing cache uses for overrides (the
+ * split of slots by weight is largest_remainder.h).  Memory always comes
  * from the caller; failures are status codes.
  */
 #ifndef CHASH_CORE_DIRECTORY_H
@@ -79,16 +79,6 @@ void		uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN]);
  * tables store tenants (a row in another form would never be matched).
  */
 int			tenant_is_canonical(key_type type, const char *text, size_t len);
-
-/*
- * Splits slot_count slots into count contiguous ranges, in array order,
- * sizes proportional to weights (finite, >= 0, sum > 0), rounding by
- * largest remainder with ties to the earlier index.  sizes[i] gets the
- * size of range i; range i starts at the sum of the sizes before it.
- * Returns 0, or -1 for invalid weights.
- */
-int			largest_remainder_split(const double *weights, int count, int64_t total,
-									int64_t *sizes);
 
 /*
  * tenant_map: open addressing on a 64-bit key hash, load factor <= 1/2.

@@ -30,9 +30,12 @@
  */
 #include "planner.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "largest_remainder.h"
 
 const char *
 planner_status_message(planner_status status)
@@ -55,6 +58,8 @@ planner_status_message(planner_status status)
 			return "size is not finite and non-negative";
 		case PLANNER_NO_ACTIVE_SHARD:
 			return "no active shard with a positive weight";
+		case PLANNER_WEIGHT_SUM_TOO_LARGE:
+			return "active weights sum to more than the largest double";
 	}
 	return "unknown status";
 }
@@ -63,9 +68,11 @@ static planner_status
 check_shards(const planner_shard *shards, int32_t nshards, double *active_weight)
 {
 	double		total = 0;
+	weight_sum	exact;
 
 	if (nshards < 1)
 		return PLANNER_BAD_SHARD_COUNT;
+	weight_sum_init(&exact);
 	for (int32_t i = 0; i < nshards; i++)
 	{
 		if (!isfinite(shards[i].weight) || shards[i].weight < 0)
@@ -75,11 +82,18 @@ check_shards(const planner_shard *shards, int32_t nshards, double *active_weight
 			shards[i].state != PLANNER_RETIRED)
 			return PLANNER_BAD_STATE;
 		if (shards[i].state == PLANNER_ACTIVE)
+		{
 			total += shards[i].weight;
+			weight_sum_add(&exact, shards[i].weight);
+		}
 	}
-	if (!(total > 0) || !isfinite(total))
+	if (!(total > 0))
 		return PLANNER_NO_ACTIVE_SHARD;
-	*active_weight = total;
+	/* the same rule as largest_remainder_split, on the exact sum */
+	if (weight_sum_too_large(&exact))
+		return PLANNER_WEIGHT_SUM_TOO_LARGE;
+	/* an exact sum just below DBL_MAX can round up to infinity term by term */
+	*active_weight = isfinite(total) ? total : DBL_MAX;
 	return PLANNER_OK;
 }
 
@@ -101,76 +115,46 @@ check_directory(const planner_shard *shards, int32_t nshards, int32_t slot_count
 	return PLANNER_OK;
 }
 
+size_t
+planner_targets_work_size(int32_t nshards)
+{
+	if (nshards < 1)
+		return 0;
+	return (sizeof(double) + sizeof(int32_t)) * (size_t) nshards;
+}
+
 planner_status
 planner_slot_targets(const planner_shard *shards, int32_t nshards,
-					 int32_t slot_count, int32_t *targets)
+					 int32_t slot_count, int32_t *targets, void *work)
 {
+	double	   *weights = (double *) work;
+	int32_t    *scratch = (int32_t *) (weights + nshards);
 	double		total;
-	int64_t		assigned = 0;
-	int64_t		left;
 	planner_status status;
 
 	status = check_directory(shards, nshards, slot_count, NULL, &total);
 	if (status != PLANNER_OK)
 		return status;
 
+	/* draining and retired shards take part with weight 0: they get 0 */
 	for (int32_t i = 0; i < nshards; i++)
+		weights[i] = shards[i].state == PLANNER_ACTIVE ? shards[i].weight : 0;
+	switch (largest_remainder_split(weights, nshards, slot_count, targets, scratch))
 	{
-		targets[i] = 0;
-		if (shards[i].state == PLANNER_ACTIVE)
-		{
-			double		quota = (double) slot_count * shards[i].weight / total;
-
-			targets[i] = (int32_t) floor(quota);
-			assigned += targets[i];
-		}
+		case SPLIT_OK:
+			return PLANNER_OK;
+		case SPLIT_BAD_COUNT:
+			return PLANNER_BAD_SHARD_COUNT;
+		case SPLIT_BAD_TOTAL:
+			return PLANNER_BAD_SLOT_COUNT;
+		case SPLIT_BAD_WEIGHT:
+			return PLANNER_BAD_WEIGHT;
+		case SPLIT_NO_WEIGHT:
+			return PLANNER_NO_ACTIVE_SHARD;
+		case SPLIT_SUM_TOO_LARGE:
+			return PLANNER_WEIGHT_SUM_TOO_LARGE;
 	}
-
-	/*
-	 * Hand out the rest one by one to the largest fractional parts, ties to
-	 * the lower index.  Fewer than nshards are left, so the repeated scan
-	 * is O(nshards^2) at worst; quotas are recomputed, not stored, to keep
-	 * the caller's memory to the targets alone.
-	 */
-	left = (int64_t) slot_count - assigned;
-	while (left > 0)
-	{
-		int32_t		best = -1;
-		double		best_frac = -1;
-
-		for (int32_t i = 0; i < nshards; i++)
-		{
-			double		quota,
-						frac;
-
-			if (shards[i].state != PLANNER_ACTIVE || shards[i].weight <= 0)
-				continue;
-			quota = (double) slot_count * shards[i].weight / total;
-			frac = quota - floor(quota);
-			/* a shard already rounded up is not chosen again */
-			if ((double) targets[i] > floor(quota))
-				continue;
-			if (frac > best_frac)
-			{
-				best = i;
-				best_frac = frac;
-			}
-		}
-		if (best < 0)
-		{
-			/* float rounding left more than one per shard: wrap around */
-			for (int32_t i = 0; i < nshards && left > 0; i++)
-				if (shards[i].state == PLANNER_ACTIVE && shards[i].weight > 0)
-				{
-					targets[i]++;
-					left--;
-				}
-			continue;
-		}
-		targets[best]++;
-		left--;
-	}
-	return PLANNER_OK;
+	return PLANNER_BAD_WEIGHT;
 }
 
 /* ---- 'slots' ---- */
@@ -228,6 +212,7 @@ planner_slots_work_size(int32_t nshards, int32_t slot_count)
 	if (nshards < 1 || slot_count < 0)
 		return 0;
 	return sizeof(int64_t) * 2 * (size_t) nshards	/* excess, deficit */
+		+ planner_targets_work_size(nshards)
 		+ sizeof(int32_t) * ((size_t) nshards + 1)	/* first slot per shard */
 		+ sizeof(int32_t) * (size_t) nshards		/* next slot per donor */
 		+ sizeof(int32_t) * 2 * (size_t) nshards	/* two heaps */
@@ -242,7 +227,8 @@ planner_plan_slots(const int32_t *owners, int32_t slot_count,
 {
 	int64_t    *excess = (int64_t *) work;
 	int64_t    *deficit = excess + nshards;
-	int32_t    *start = (int32_t *) (deficit + nshards);
+	void	   *target_work = deficit + nshards;
+	int32_t    *start = (int32_t *) ((char *) target_work + planner_targets_work_size(nshards));
 	int32_t    *next = start + nshards + 1;
 	int32_t    *donor_items = next + nshards;
 	int32_t    *receiver_items = donor_items + nshards;
@@ -263,7 +249,7 @@ planner_plan_slots(const int32_t *owners, int32_t slot_count,
 	/* next[] holds the targets until they are turned into excess/deficit */
 	if (target == NULL)
 		target = next;
-	status = planner_slot_targets(shards, nshards, slot_count, target);
+	status = planner_slot_targets(shards, nshards, slot_count, target, target_work);
 	if (status != PLANNER_OK)
 		return status;
 

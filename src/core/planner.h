@@ -22,7 +22,8 @@ typedef enum planner_status
 	PLANNER_BAD_STATE,			/* a state that is not one of planner_state */
 	PLANNER_BAD_OWNER,			/* a slot owner outside 0 .. nshards - 1 */
 	PLANNER_BAD_BYTES,			/* a size that is not finite and >= 0 */
-	PLANNER_NO_ACTIVE_SHARD		/* no active shard with a weight > 0 */
+	PLANNER_NO_ACTIVE_SHARD,	/* no active shard with a weight > 0 */
+	PLANNER_WEIGHT_SUM_TOO_LARGE	/* active weights sum to more than DBL_MAX */
 } planner_status;
 
 typedef enum planner_state
@@ -49,12 +50,15 @@ typedef struct planner_move
 const char *planner_status_message(planner_status status);
 
 /*
- * Target slot counts: slot_count * weight / (total active weight) for
- * active shards, 0 for the others, rounded by largest remainder (ties: the
- * lower index).  The targets sum to slot_count.
+ * Target slot counts: largest_remainder_split (largest_remainder.h) of
+ * slot_count with the active shards' weights and 0 for the others, the
+ * split chash_create_directory makes: exact, ties to the lower index.
+ * The targets sum to slot_count.  work must hold
+ * planner_targets_work_size(nshards) bytes, aligned for double.
  */
+size_t		planner_targets_work_size(int32_t nshards);
 planner_status planner_slot_targets(const planner_shard *shards, int32_t nshards,
-									int32_t slot_count, int32_t *targets);
+									int32_t slot_count, int32_t *targets, void *work);
 
 /*
  * The 'slots' plan.  owners[s] is the shard of slot s.  moves must have

@@ -2,12 +2,15 @@
  * test_directory.c - slot methods, canonical tenants, largest-remainder
  * splits and the tenant map of the shard directory core
  */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "directory.h"
 #include "hash64.h"
 #include "jump.h"
+#include "largest_remainder.h"
 #include "redis_slot.h"
 #include "unit.h"
 
@@ -95,47 +98,190 @@ test_uuid(void)
 	CHECK(uuid_tenant_parse(S(""), p) == TENANT_INVALID);
 }
 
+/* largest_remainder_split with its own scratch; SPLIT_* status. */
+static split_status
+split(const double *w, int32_t n, int32_t total, int32_t *sizes)
+{
+	int32_t		scratch[64];
+
+	return largest_remainder_split(w, n, total, sizes, scratch);
+}
+
+static int
+sizes_are(const int32_t *sizes, int32_t n, const int32_t *expected)
+{
+	for (int32_t i = 0; i < n; i++)
+		if (sizes[i] != expected[i])
+			return 0;
+	return 1;
+}
+
 static void
 test_split(void)
 {
-	int64_t		sizes[5];
+	int32_t		sizes[8];
 	double		equal3[3] = {1, 1, 1};
 	double		two[2] = {1, 1};
 	double		skew[3] = {0.1, 0.2, 0.7};
 	double		zero[3] = {1, 0, 1};
-	double		bad[2] = {1, -1};
-	double		none[2] = {0, 0};
 	double		big[4] = {1e300, 1e300, 1, 3};
+	double		w411[3] = {4, 1, 1};
 
 	/* SPEC 3: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461. */
-	CHECK(largest_remainder_split(equal3, 3, 16384, sizes) == 0);
-	CHECK(sizes[0] == 5462 && sizes[1] == 5461 && sizes[2] == 5461);
-	CHECK(largest_remainder_split(two, 2, 3, sizes) == 0 && sizes[0] == 2 && sizes[1] == 1);
-	CHECK(largest_remainder_split(skew, 3, 10, sizes) == 0);
-	CHECK(sizes[0] == 1 && sizes[1] == 2 && sizes[2] == 7);
-	CHECK(largest_remainder_split(zero, 3, 5, sizes) == 0);
-	CHECK(sizes[0] == 3 && sizes[1] == 0 && sizes[2] == 2);
-	CHECK(largest_remainder_split(equal3, 3, 1, sizes) == 0);
-	CHECK(sizes[0] == 1 && sizes[1] == 0 && sizes[2] == 0);
-	CHECK(largest_remainder_split(big, 4, 1048576, sizes) == 0);
-	CHECK(sizes[0] + sizes[1] + sizes[2] + sizes[3] == 1048576 && sizes[0] == 524288);
-	CHECK(largest_remainder_split(bad, 2, 10, sizes) == -1);
-	CHECK(largest_remainder_split(none, 2, 10, sizes) == -1);
+	CHECK(split(equal3, 3, 16384, sizes) == SPLIT_OK);
+	CHECK(sizes_are(sizes, 3, (int32_t[]) {5462, 5461, 5461}));
 
-	/* Random weights: sizes sum to the total and each is floor or ceil. */
-	srand(7);
-	for (int round = 0; round < 2000; round++)
+	/*
+	 * Quotas 885 1/3, 221 1/3, 221 1/3: an exact three-way tie that double
+	 * precision sees as 885.33333333333337 against 221.33333333333334
+	 * (the old directory split gave 885 / 222 / 221).
+	 */
+	CHECK(split(w411, 3, 1328, sizes) == SPLIT_OK);
+	CHECK(sizes_are(sizes, 3, (int32_t[]) {886, 221, 221}));
+	/* the same ratios scaled by powers of two, subnormal and near the top */
 	{
-		double		w[5];
+		double		tiny[3] = {ldexp(4, -1070), ldexp(1, -1070), ldexp(1, -1070)};
+		double		huge[3] = {ldexp(4, 1021), ldexp(1, 1021), ldexp(1, 1021)};
+		double		halves[3] = {2, 0.5, 0.5};
+
+		CHECK(split(tiny, 3, 1328, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 3, (int32_t[]) {886, 221, 221}));
+		CHECK(split(huge, 3, 1328, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 3, (int32_t[]) {886, 221, 221}));
+		CHECK(split(halves, 3, 1328, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 3, (int32_t[]) {886, 221, 221}));
+	}
+	/* ties go to the earlier index, wherever the tied weights are */
+	{
+		double		w[4] = {1, 4, 1, 1};
+
+		/* quotas 11/7, 44/7, 11/7, 11/7: floors 1, 6, 1, 1 and two left */
+		CHECK(split(w, 4, 11, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 4, (int32_t[]) {2, 6, 2, 1}));
+	}
+	CHECK(split(two, 2, 3, sizes) == SPLIT_OK && sizes[0] == 2 && sizes[1] == 1);
+	CHECK(split(skew, 3, 10, sizes) == SPLIT_OK);
+	CHECK(sizes_are(sizes, 3, (int32_t[]) {1, 2, 7}));
+	CHECK(split(equal3, 3, 1, sizes) == SPLIT_OK);
+	CHECK(sizes_are(sizes, 3, (int32_t[]) {1, 0, 0}));
+	CHECK(split(equal3, 3, 0, sizes) == SPLIT_OK);
+	CHECK(sizes_are(sizes, 3, (int32_t[]) {0, 0, 0}));
+	CHECK(split(big, 4, 1048576, sizes) == SPLIT_OK);
+	CHECK(sizes_are(sizes, 4, (int32_t[]) {524288, 524288, 0, 0}));
+
+	/* weight 0 gets nothing, even when it would win every tie */
+	CHECK(split(zero, 3, 5, sizes) == SPLIT_OK);
+	CHECK(sizes_are(sizes, 3, (int32_t[]) {3, 0, 2}));
+	{
+		double		w[4] = {0, 1, 0, 1};
+
+		CHECK(split(w, 4, 3, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 4, (int32_t[]) {0, 2, 0, 1}));
+	}
+
+	/* huge and tiny together: 1e-308 is 2^-2046 of 1e308, its quota 0.0... */
+	{
+		double		w[3] = {1e308, 1e-308, 1e-308};
+		double		sub[3] = {4.9e-324, 4.9e-324, 4.9e-324};	/* 2^-1074 */
+		double		w2[4] = {1e-308, 5e307, 2e-308, 5e307};
+
+		CHECK(split(w, 3, 1048576, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 3, (int32_t[]) {1048576, 0, 0}));
+		CHECK(split(sub, 3, 16384, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 3, (int32_t[]) {5462, 5461, 5461}));
+		/* the two halves tie exactly below the tiny parts: the earlier wins */
+		CHECK(split(w2, 4, 3, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 4, (int32_t[]) {0, 2, 0, 1}));
+		CHECK(split(w2, 4, 1048575, sizes) == SPLIT_OK);
+		CHECK(sizes_are(sizes, 4, (int32_t[]) {0, 524288, 0, 524287}));
+	}
+
+	/* The sum must be finite too: exactly DBL_MAX is, one unit more is not. */
+	{
+		double		overflow[2] = {1e308, 1e308};
+		double		halves[2] = {DBL_MAX / 2, DBL_MAX / 2};
+		double		just_over[2] = {DBL_MAX, 4.9e-324};
+		double		max_and_zero[2] = {0, DBL_MAX};
+
+		CHECK(split(overflow, 2, 10, sizes) == SPLIT_SUM_TOO_LARGE);
+		CHECK(largest_remainder_check(overflow, 2) == SPLIT_SUM_TOO_LARGE);
+		CHECK(split(halves, 2, 3, sizes) == SPLIT_OK && sizes[0] == 2 && sizes[1] == 1);
+		/* DBL_MAX + 2^-1074 rounds to DBL_MAX, but it is more */
+		CHECK(split(just_over, 2, 3, sizes) == SPLIT_SUM_TOO_LARGE);
+		CHECK(split(max_and_zero, 2, 7, sizes) == SPLIT_OK && sizes[0] == 0 && sizes[1] == 7);
+		CHECK(strcmp(split_status_message(SPLIT_SUM_TOO_LARGE),
+					 "weights sum to more than the largest double") == 0);
+	}
+
+	/* bad input */
+	{
+		double		negative[2] = {1, -1};
+		double		nan[2] = {1, NAN};
+		double		inf[2] = {INFINITY, 1};
+		double		none[2] = {0, 0};
+
+		CHECK(split(negative, 2, 10, sizes) == SPLIT_BAD_WEIGHT);
+		CHECK(split(nan, 2, 10, sizes) == SPLIT_BAD_WEIGHT);
+		CHECK(split(inf, 2, 10, sizes) == SPLIT_BAD_WEIGHT);
+		CHECK(split(none, 2, 10, sizes) == SPLIT_NO_WEIGHT);
+		CHECK(largest_remainder_check(none, 2) == SPLIT_NO_WEIGHT);
+		CHECK(split(two, 0, 10, sizes) == SPLIT_BAD_COUNT);
+		CHECK(split(two, 2, -1, sizes) == SPLIT_BAD_TOTAL);
+		CHECK(largest_remainder_check(two, 2) == SPLIT_OK);
+	}
+
+	/* weight_sum: exact, whatever the order */
+	{
+		weight_sum	a,
+					b;
+
+		weight_sum_init(&a);
+		weight_sum_init(&b);
+		weight_sum_add(&a, 1e308);
+		weight_sum_add(&a, 7e307);
+		CHECK(!weight_sum_too_large(&a));
+		weight_sum_add(&a, 4.9e-324);
+		CHECK(!weight_sum_too_large(&a));
+		weight_sum_add(&b, DBL_MAX);
+		CHECK(!weight_sum_too_large(&b));
+		weight_sum_add(&b, 0);
+		CHECK(!weight_sum_too_large(&b));
+		weight_sum_add(&b, 4.9e-324);
+		CHECK(weight_sum_too_large(&b));
+	}
+
+	/*
+	 * Random weights: sizes sum to the total, each is the floor or the
+	 * ceiling of its quota, and scaling every weight by the same power of
+	 * two (exact) changes nothing.  tests/reference/largest_remainder
+	 * checks the answers themselves against exact rational arithmetic.
+	 */
+	srand(7);
+	for (int round = 0; round < 3000; round++)
+	{
+		double		w[8],
+					scaled[8];
+		int32_t		again[8];
+		int32_t		n = 1 + rand() % 8;
 		double		sum = 0;
-		int64_t		total = rand() % 100000;
+		int32_t		total = rand() % 2 ? rand() % 100 : rand() % 1048577;
+		int			shift = rand() % 1800 - 900;
 		int64_t		got = 0;
 		int			ok = 1;
 
-		for (int i = 0; i < 5; i++)
-			sum += w[i] = (double) (rand() % 1000) / 7.0 + (i == 0);
-		CHECK(largest_remainder_split(w, 5, total, sizes) == 0);
-		for (int i = 0; i < 5; i++)
+		for (int32_t i = 0; i < n; i++)
+		{
+			/* small integers and halves tie often */
+			w[i] = rand() % 3 ? (double) (rand() % 9) / (1 + rand() % 2) :
+				(double) (rand() % 1000) / 7.0;
+			sum += w[i];
+		}
+		if (sum == 0)
+			sum += w[0] = 1;
+		for (int32_t i = 0; i < n; i++)
+			scaled[i] = ldexp(w[i], shift);
+		CHECK(split(w, n, total, sizes) == SPLIT_OK);
+		for (int32_t i = 0; i < n; i++)
 		{
 			double		q = (double) total * (w[i] / sum);
 
@@ -144,7 +290,111 @@ test_split(void)
 				ok = 0;
 		}
 		CHECK(ok && got == total);
+		CHECK(split(scaled, n, total, again) == SPLIT_OK);
+		CHECK(sizes_are(again, n, sizes));
 	}
+
+	/* Many shards: the ranking is a heap, not a scan per slot left over. */
+	{
+		int32_t		n = 100000;
+		double	   *w = malloc(sizeof(double) * (size_t) n);
+		int32_t    *sz = malloc(sizeof(int32_t) * (size_t) n);
+		int32_t    *scratch = malloc(sizeof(int32_t) * (size_t) n);
+		int64_t		got = 0;
+		int			ok = 1;
+
+		for (int32_t i = 0; i < n; i++)
+			w[i] = 1 + i % 3;
+
+		/*
+		 * The sum is 199,999: quotas 5.24, 10.49, 15.73; floors give
+		 * 999,995, and of the 48,581 left all 33,333 weights 3 get one,
+		 * then the first 15,248 weights 2.
+		 */
+		CHECK(largest_remainder_split(w, n, 1048576, sz, scratch) == SPLIT_OK);
+		for (int32_t i = 0; i < n; i++)
+		{
+			int32_t		expected = i % 3 == 0 ? 5 : i % 3 == 2 ? 16 : i / 3 < 15248 ? 11 : 10;
+
+			got += sz[i];
+			if (sz[i] != expected)
+				ok = 0;
+		}
+		CHECK(ok && got == 1048576);
+		free(w);
+		free(sz);
+		free(scratch);
+	}
+}
+
+/*
+ * The vectors of tests/reference/largest_remainder (exact rational
+ * arithmetic in Python): total,weights,sizes with the lists space
+ * separated, sizes replaced by a status name when the split fails.
+ * Printed per mismatch, counted as one check.
+ */
+static void
+test_split_vectors(void)
+{
+	FILE	   *f = fopen("sql/data/largest_remainder.csv", "r");
+	char		line[8192];
+	long		rows = 0,
+				bad = 0;
+
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	if (fgets(line, sizeof(line), f) == NULL)	/* header */
+		line[0] = '\0';
+	while (fgets(line, sizeof(line), f) != NULL)
+	{
+		double		w[64];
+		int32_t		expected[64],
+					got[64],
+					scratch[64];
+		int32_t		n = 0,
+					m = 0;
+		char	   *p = line;
+		char	   *end;
+		long		total = strtol(p, &end, 10);
+		split_status want = SPLIT_OK,
+					status;
+
+		p = end + 1;			/* the comma */
+		while (*p != ',' && n < 64)
+		{
+			w[n++] = strtod(p, &end);
+			p = end;
+			while (*p == ' ')
+				p++;
+		}
+		p++;
+		if (strncmp(p, "sum_too_large", 13) == 0)
+			want = SPLIT_SUM_TOO_LARGE;
+		else if (strncmp(p, "no_weight", 9) == 0)
+			want = SPLIT_NO_WEIGHT;
+		else if (strncmp(p, "bad_weight", 10) == 0)
+			want = SPLIT_BAD_WEIGHT;
+		else
+			while (*p >= '0' && *p <= '9' && m < 64)
+			{
+				expected[m++] = (int32_t) strtol(p, &end, 10);
+				p = end;
+				while (*p == ' ')
+					p++;
+			}
+		rows++;
+		status = largest_remainder_split(w, n, (int32_t) total, got, scratch);
+		if (status != want || (want == SPLIT_OK && (m != n || !sizes_are(got, n, expected))))
+		{
+			if (bad++ < 5)
+				fprintf(stderr, "largest_remainder.csv row %ld: status %d, expected %d: %s",
+						rows, (int) status, (int) want, line);
+		}
+	}
+	fclose(f);
+	CHECK(rows >= 1000);
+	CHECK(bad == 0);
 }
 
 static void
@@ -246,6 +496,7 @@ unit_main(void)
 	test_bigint();
 	test_uuid();
 	test_split();
+	test_split_vectors();
 	test_map();
 	test_map_filter();
 }

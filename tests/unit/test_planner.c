@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "largest_remainder.h"
 #include "planner.h"
 #include "unit.h"
 
@@ -98,6 +99,18 @@ random_directory(directory *dir, int32_t max_shards, int32_t slot_count)
 
 /* ---- targets ---- */
 
+/* planner_slot_targets with its own work memory. */
+static planner_status
+slot_targets(const planner_shard *shards, int32_t nshards, int32_t slot_count,
+			 int32_t *targets)
+{
+	void	   *work = malloc(planner_targets_work_size(nshards) + 1);
+	planner_status status = planner_slot_targets(shards, nshards, slot_count, targets, work);
+
+	free(work);
+	return status;
+}
+
 static void
 test_targets(void)
 {
@@ -111,15 +124,15 @@ test_targets(void)
 	int32_t		t[4];
 
 	/* SPEC 3: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461 */
-	CHECK(planner_slot_targets(three, 3, 16384, t) == PLANNER_OK);
+	CHECK(slot_targets(three, 3, 16384, t) == PLANNER_OK);
 	CHECK(t[0] == 5462 && t[1] == 5461 && t[2] == 5461);
 	/* weights 1:2:3 over 10 slots: quotas 1.67, 3.33, 5 -> 2, 3, 5 */
-	CHECK(planner_slot_targets(mixed, 4, 10, t) == PLANNER_OK);
+	CHECK(slot_targets(mixed, 4, 10, t) == PLANNER_OK);
 	CHECK(t[0] == 2 && t[1] == 3 && t[2] == 0 && t[3] == 5);
 	/* one slot, three equal shards: the lowest index gets it */
-	CHECK(planner_slot_targets(three, 3, 1, t) == PLANNER_OK);
+	CHECK(slot_targets(three, 3, 1, t) == PLANNER_OK);
 	CHECK(t[0] == 1 && t[1] == 0 && t[2] == 0);
-	CHECK(planner_slot_targets(three, 3, 2, t) == PLANNER_OK);
+	CHECK(slot_targets(three, 3, 2, t) == PLANNER_OK);
 	CHECK(t[0] == 1 && t[1] == 1 && t[2] == 0);
 
 	/* an active shard of weight 0 (warming up from zero) targets nothing */
@@ -130,7 +143,7 @@ test_targets(void)
 		int64_t		work[64];
 		int32_t		n;
 
-		CHECK(planner_slot_targets(warm, 3, 7, t) == PLANNER_OK);
+		CHECK(slot_targets(warm, 3, 7, t) == PLANNER_OK);
 		CHECK(t[0] == 4 && t[1] == 0 && t[2] == 3);
 		CHECK(planner_slots_work_size(3, 6) <= sizeof(work));
 		CHECK(planner_plan_slots(owners, 6, warm, 3, work, moves, &n, t) == PLANNER_OK);
@@ -138,14 +151,14 @@ test_targets(void)
 		CHECK(moves[0].slot == 0 && moves[1].slot == 1 && moves[2].slot == 2);
 		CHECK(moves[0].to == 0 && moves[1].to == 0 && moves[2].to == 2);
 	}
-	CHECK(planner_slot_targets(none, 2, 10, t) == PLANNER_NO_ACTIVE_SHARD);
-	CHECK(planner_slot_targets(nan_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
-	CHECK(planner_slot_targets(neg_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
-	CHECK(planner_slot_targets(bad_state, 1, 10, t) == PLANNER_BAD_STATE);
-	CHECK(planner_slot_targets(three, 0, 10, t) == PLANNER_BAD_SHARD_COUNT);
-	CHECK(planner_slot_targets(three, 3, 0, t) == PLANNER_BAD_SLOT_COUNT);
-	CHECK(planner_slot_targets(three, 3, PLANNER_MAX_SLOTS + 1, t) == PLANNER_BAD_SLOT_COUNT);
-	CHECK(planner_slot_targets(three, 3, PLANNER_MAX_SLOTS, t) == PLANNER_OK);
+	CHECK(slot_targets(none, 2, 10, t) == PLANNER_NO_ACTIVE_SHARD);
+	CHECK(slot_targets(nan_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
+	CHECK(slot_targets(neg_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
+	CHECK(slot_targets(bad_state, 1, 10, t) == PLANNER_BAD_STATE);
+	CHECK(slot_targets(three, 0, 10, t) == PLANNER_BAD_SHARD_COUNT);
+	CHECK(slot_targets(three, 3, 0, t) == PLANNER_BAD_SLOT_COUNT);
+	CHECK(slot_targets(three, 3, PLANNER_MAX_SLOTS + 1, t) == PLANNER_BAD_SLOT_COUNT);
+	CHECK(slot_targets(three, 3, PLANNER_MAX_SLOTS, t) == PLANNER_OK);
 	CHECK(strcmp(planner_status_message(PLANNER_BAD_OWNER), "slot owner is not a shard") == 0);
 
 	/* random weights: targets sum to slot_count and are within 1 of quota */
@@ -159,7 +172,7 @@ test_targets(void)
 
 		random_directory(&dir, 40, 1 + rng_below(rng_below(2) ? 100 : PLANNER_MAX_SLOTS));
 		tg = malloc(sizeof(int32_t) * (size_t) dir.nshards);
-		CHECK(planner_slot_targets(dir.shards, dir.nshards, dir.slot_count, tg) == PLANNER_OK);
+		CHECK(slot_targets(dir.shards, dir.nshards, dir.slot_count, tg) == PLANNER_OK);
 		for (int32_t i = 0; i < dir.nshards; i++)
 			if (dir.shards[i].state == PLANNER_ACTIVE)
 				wsum += dir.shards[i].weight;
@@ -177,6 +190,94 @@ test_targets(void)
 		CHECK(ok && sum == dir.slot_count);
 		free(tg);
 		directory_free(&dir);
+	}
+}
+
+/*
+ * The planner's targets are the split chash_create_directory makes (one
+ * function, largest_remainder_split), so a directory laid out by it has
+ * an empty plan; draining and retired shards count as weight 0.
+ */
+static void
+test_targets_match_creation(void)
+{
+	planner_shard w411[3] = {{4, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+	planner_shard with_drained[4] = {{4, PLANNER_ACTIVE}, {100, PLANNER_DRAINING},
+	{1, PLANNER_ACTIVE}, {1, PLANNER_ACTIVE}};
+	planner_shard overflow[2] = {{1e308, PLANNER_ACTIVE}, {1e308, PLANNER_ACTIVE}};
+	planner_shard overflow_drained[2] = {{1e308, PLANNER_ACTIVE}, {1e308, PLANNER_DRAINING}};
+	int32_t		t[4];
+
+	/* quotas 885 1/3, 221 1/3, 221 1/3: ties to the lower index */
+	CHECK(slot_targets(w411, 3, 1328, t) == PLANNER_OK);
+	CHECK(t[0] == 886 && t[1] == 221 && t[2] == 221);
+	CHECK(slot_targets(with_drained, 4, 1328, t) == PLANNER_OK);
+	CHECK(t[0] == 886 && t[1] == 0 && t[2] == 221 && t[3] == 221);
+
+	/* finite weights whose sum is not: a status of its own, on every path */
+	{
+		int32_t		owners[4] = {0, 0, 1, 1};
+		double		bytes[4] = {1, 2, 3, 4};
+		double		fixed[2] = {0, 0};
+		planner_move moves[4];
+		int64_t		work[128];
+		int32_t		n;
+
+		CHECK(slot_targets(overflow, 2, 10, t) == PLANNER_WEIGHT_SUM_TOO_LARGE);
+		CHECK(planner_plan_slots(owners, 4, overflow, 2, work, moves, &n, NULL) ==
+			  PLANNER_WEIGHT_SUM_TOO_LARGE);
+		CHECK(planner_bytes_work_size(2, 4) <= sizeof(work));
+		CHECK(planner_plan_bytes(owners, 4, bytes, fixed, overflow, 2, work, moves, &n) ==
+			  PLANNER_WEIGHT_SUM_TOO_LARGE);
+		CHECK(strcmp(planner_status_message(PLANNER_WEIGHT_SUM_TOO_LARGE),
+					 "active weights sum to more than the largest double") == 0);
+		/* only active weights count */
+		CHECK(slot_targets(overflow_drained, 2, 10, t) == PLANNER_OK);
+		CHECK(t[0] == 10 && t[1] == 0);
+	}
+
+	/* random tie-prone directories laid out as creation does: no moves */
+	for (int round = 0; round < 2000; round++)
+	{
+		int32_t		nshards = 1 + rng_below(12);
+		int32_t		slot_count = 1 + rng_below(rng_below(2) ? 2000 : PLANNER_MAX_SLOTS);
+		planner_shard *shards = malloc(sizeof(planner_shard) * (size_t) nshards);
+		double	   *weights = malloc(sizeof(double) * (size_t) nshards);
+		int32_t    *sizes = malloc(sizeof(int32_t) * (size_t) nshards);
+		int32_t    *scratch = malloc(sizeof(int32_t) * (size_t) nshards);
+		int32_t    *owners = malloc(sizeof(int32_t) * (size_t) slot_count);
+		void	   *work = malloc(planner_slots_work_size(nshards, slot_count));
+		planner_move *moves = malloc(sizeof(planner_move) * (size_t) slot_count);
+		int32_t		n = -1,
+					s = 0;
+
+		for (int32_t i = 0; i < nshards; i++)
+		{
+			int			kind = rng_below(4);
+
+			shards[i].weight = kind == 0 ? 1 + rng_below(6) :
+				kind == 1 ? 0.5 * (1 + rng_below(8)) :
+				kind == 2 ? ldexp(1 + rng_below(5), rng_below(200) - 100) :
+				ldexp(0.5 + rng_unit(), rng_below(60) - 30);
+			shards[i].state = rng_below(6) == 0 ? PLANNER_DRAINING : PLANNER_ACTIVE;
+		}
+		shards[rng_below(nshards)].state = PLANNER_ACTIVE;
+		for (int32_t i = 0; i < nshards; i++)
+			weights[i] = shards[i].state == PLANNER_ACTIVE ? shards[i].weight : 0;
+		CHECK(largest_remainder_split(weights, nshards, slot_count, sizes, scratch) == SPLIT_OK);
+		for (int32_t i = 0; i < nshards; i++)
+			for (int32_t k = 0; k < sizes[i]; k++)
+				owners[s++] = i;
+		CHECK(s == slot_count);
+		CHECK(planner_plan_slots(owners, slot_count, shards, nshards, work, moves, &n, NULL) == PLANNER_OK);
+		CHECK_EQ_I64(n, 0);
+		free(shards);
+		free(weights);
+		free(sizes);
+		free(scratch);
+		free(owners);
+		free(work);
+		free(moves);
 	}
 }
 
@@ -761,6 +862,7 @@ void
 unit_main(void)
 {
 	test_targets();
+	test_targets_match_creation();
 	test_worked_example();
 	test_slots_bad_input();
 	test_slots_properties();
