@@ -46,7 +46,7 @@ planner_status_message(planner_status status)
 		case PLANNER_BAD_SHARD_COUNT:
 			return "no shards";
 		case PLANNER_BAD_WEIGHT:
-			return "weight is not finite and non-negative";
+			return "a weight is not finite and non-negative, or the weights sum to infinity";
 		case PLANNER_BAD_STATE:
 			return "unknown shard state";
 		case PLANNER_BAD_OWNER:
@@ -77,7 +77,10 @@ check_shards(const planner_shard *shards, int32_t nshards, double *active_weight
 		if (shards[i].state == PLANNER_ACTIVE)
 			total += shards[i].weight;
 	}
-	if (!(total > 0) || !isfinite(total))
+	/* every weight finite, but their sum is not: nothing to divide by */
+	if (!isfinite(total))
+		return PLANNER_BAD_WEIGHT;
+	if (!(total > 0))
 		return PLANNER_NO_ACTIVE_SHARD;
 	*active_weight = total;
 	return PLANNER_OK;
@@ -101,6 +104,19 @@ check_directory(const planner_shard *shards, int32_t nshards, int32_t slot_count
 	return PLANNER_OK;
 }
 
+/*
+ * amount * weight / total, the share of amount that weight gets.  In that
+ * order (exactly as before for every amount it can hold), unless the
+ * product overflows: weights are only bounded by a finite sum.
+ */
+static double
+share_of(double amount, double weight, double total)
+{
+	double		product = amount * weight;
+
+	return isfinite(product) ? product / total : amount * (weight / total);
+}
+
 planner_status
 planner_slot_targets(const planner_shard *shards, int32_t nshards,
 					 int32_t slot_count, int32_t *targets)
@@ -119,7 +135,7 @@ planner_slot_targets(const planner_shard *shards, int32_t nshards,
 		targets[i] = 0;
 		if (shards[i].state == PLANNER_ACTIVE)
 		{
-			double		quota = (double) slot_count * shards[i].weight / total;
+			double		quota = share_of((double) slot_count, shards[i].weight, total);
 
 			targets[i] = (int32_t) floor(quota);
 			assigned += targets[i];
@@ -145,7 +161,7 @@ planner_slot_targets(const planner_shard *shards, int32_t nshards,
 
 			if (shards[i].state != PLANNER_ACTIVE || shards[i].weight <= 0)
 				continue;
-			quota = (double) slot_count * shards[i].weight / total;
+			quota = share_of((double) slot_count, shards[i].weight, total);
 			frac = quota - floor(quota);
 			/* a shard already rounded up is not chosen again */
 			if ((double) targets[i] > floor(quota))
@@ -407,7 +423,7 @@ planner_bytes_imbalance(const double *loads, const planner_shard *shards,
 	for (int32_t i = 0; i < nshards; i++)
 	{
 		double		target = shards[i].state == PLANNER_ACTIVE && weight > 0 ?
-		total * shards[i].weight / weight : 0;
+		share_of(total, shards[i].weight, weight) : 0;
 
 		sum += (loads[i] - target) * (loads[i] - target);
 	}
@@ -537,7 +553,7 @@ planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 		total += load[i];
 	for (int32_t i = 0; i < nshards; i++)
 		target[i] = shards[i].state == PLANNER_ACTIVE ?
-			total * shards[i].weight / weight : 0;
+			share_of(total, shards[i].weight, weight) : 0;
 
 	for (int32_t s = 0; s < slot_count; s++)
 	{
