@@ -131,6 +131,37 @@ WHERE directory = 'orgs' AND slot IN (0, 63);
 UPDATE chash_directory SET version = 1 WHERE name = 'orgs';
 SELECT version > :version_before AS version_grew FROM chash_directory WHERE name = 'orgs';
 
+-- Weights: each finite, and their sum too (22023), through the functions
+-- and by hand; the load view and the planner keep working.
+SELECT chash_create_directory('heavy', ARRAY['a', 'b'], 8);
+SELECT chash_add_shard('heavy', 'c', 1e308);
+SELECT bad($$SELECT chash_add_shard('heavy', 'd', 1e308)$$);
+SELECT bad($$SELECT chash_set_shard('heavy', 'a', 1e308)$$);
+SELECT bad($$UPDATE chash_shard SET weight = 1e308 WHERE directory = 'heavy' AND shard = 'b'$$);
+SELECT bad($$INSERT INTO chash_shard (directory, shard, weight) VALUES ('heavy', 'e', 1e308), ('heavy', 'f', 1e308)$$);
+SELECT shard, weight, slots, target_share > 0.99 AS takes_all FROM chash_shard_load
+ WHERE directory = 'heavy' ORDER BY shard;
+SELECT count(*) AS moves, count(*) FILTER (WHERE to_shard = 'c') AS to_heavy
+  FROM chash_plan_rebalance('heavy');
+
+-- Versions: written by hand at most 2^53 - 1 (22003); bumps go on from
+-- there.  A version at the bigint maximum (only with the guard disabled)
+-- fails every change with 22003 and says why.
+SELECT bad($$UPDATE chash_directory SET version = 9223372036854775807 WHERE name = 'heavy'$$);
+SELECT bad($$UPDATE chash_directory SET version = 9007199254740992 WHERE name = 'heavy'$$);
+SELECT bad($$INSERT INTO chash_directory (name, version) VALUES ('v0', 0)$$);
+SELECT bad($$INSERT INTO chash_directory (name, version) VALUES ('v0', 9007199254740992)$$);
+UPDATE chash_directory SET version = 9007199254740991 WHERE name = 'heavy';
+SELECT chash_set_shard('heavy', 'a', 2);
+SELECT version FROM chash_directory WHERE name = 'heavy';
+ALTER TABLE chash_directory DISABLE TRIGGER chash_directory_guard;
+UPDATE chash_directory SET version = 9223372036854775807 WHERE name = 'heavy';
+ALTER TABLE chash_directory ENABLE TRIGGER chash_directory_guard;
+SELECT bad($$SELECT chash_set_shard('heavy', 'a', 3)$$);
+SELECT bad($$SELECT chash_pin('heavy', 't', 'a')$$);
+SELECT weight FROM chash_shard WHERE directory = 'heavy' AND shard = 'a';
+SELECT chash_drop_directory('heavy');
+
 -- Privileges: nothing is granted to PUBLIC; a role without grants gets
 -- 42501 from every function; the documented grants are enough.
 CREATE ROLE regress_chash_nobody;

@@ -188,6 +188,57 @@ SELECT step FROM chash_step_claim(:i);
 SELECT chash_step_complete(:i, 1);
 SELECT tenant FROM chash_override WHERE directory = 'mig_int';
 
+-- Steps written by hand are held to what the functions write (the step
+-- table checks them as the slot table checks slots): a slot of the
+-- directory, a tenant of its key type stored canonical, shards it has, a
+-- move to another shard, each slot or tenant once per migration, one
+-- running migration per directory, and a migration stays in its directory.
+-- (row values show the migration id too: N)
+CREATE FUNCTION bad_step(statement text) RETURNS text LANGUAGE sql AS
+$$ SELECT regexp_replace(bad_migration(statement), '\([0-9]+, ', '(N, ', 'g') $$;
+SELECT chash_create_directory('mig_hand', ARRAY['a', 'b'], 8, key_type => 'bigint');
+INSERT INTO chash_migration (directory, kind) VALUES ('mig_hand', 'move_tenant') RETURNING id AS h \gset
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard, state)
+                             VALUES (%s, 1, -1, 'a', 'b', 'fenced')$$, :h));
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard)
+                             VALUES (%s, 1, 8, 'a', 'b')$$, :h));
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard)
+                             VALUES (%s, 1, 3, 'a', 'zz')$$, :h));
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard)
+                             VALUES (%s, 1, 3, 'zz', 'b')$$, :h));
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard)
+                             VALUES (%s, 1, 3, 'a', 'a')$$, :h));
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, tenant, from_shard, to_shard)
+                             VALUES (%s, 1, 'seven', 'a', 'b')$$, :h));
+-- '007' is tenant 7: stored as '7', and its fence holds for 7
+SELECT chash_route('mig_hand', 7::bigint) AS from_7 \gset
+INSERT INTO chash_migration_step (migration, step, tenant, from_shard, to_shard, state)
+VALUES (:h, 1, '007', :'from_7', CASE :'from_7' WHEN 'a' THEN 'b' ELSE 'a' END, 'fenced');
+SELECT tenant, state FROM chash_migration_step WHERE migration = :h;
+SELECT bad_step($$SELECT chash_route_for_write('mig_hand', '7')$$);
+SELECT slot_state, migration = :h AS this_migration FROM chash_route_explain('mig_hand', '+7');
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, tenant, from_shard, to_shard)
+                             VALUES (%s, 2, ' 7', 'a', 'b')$$, :h));
+SELECT bad_step(format($$UPDATE chash_migration_step SET to_shard = 'zz' WHERE migration = %s$$, :h));
+-- a shard an unfinished step moves to stays as long as the step does
+SELECT chash_add_shard('mig_hand', 'c');
+INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard)
+VALUES (:h, 2, 5, 'a', 'c'), (:h, 3, 6, 'b', 'c');
+SELECT bad_step(format($$INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard)
+                             VALUES (%s, 4, 5, 'b', 'c')$$, :h));
+SELECT bad_step($$DELETE FROM chash_shard WHERE directory = 'mig_hand' AND shard = 'c'$$);
+SELECT bad_step($$UPDATE chash_shard SET shard = 'c2' WHERE directory = 'mig_hand' AND shard = 'c'$$);
+-- one running migration per directory, also by hand; the functions say 55006
+SELECT bad_step($$INSERT INTO chash_migration (directory, kind) VALUES ('mig_hand', 'rebalance')$$);
+SELECT bad_step($$SELECT chash_migration_start('mig_hand')$$);
+SELECT bad_step(format($$UPDATE chash_migration SET directory = 'mig_int' WHERE id = %s$$, :h));
+SELECT chash_migration_cancel(:h);
+-- finished steps are history: their shard may go
+DELETE FROM chash_shard WHERE directory = 'mig_hand' AND shard = 'c';
+SELECT count(*) AS steps FROM chash_migration_step WHERE migration = :h;
+SELECT chash_drop_directory('mig_hand');
+DROP FUNCTION bad_step(text);
+
 -- Privileges: the operator role of docs/directory.md (DML on the directory
 -- tables, the migration id sequence) runs migrations; an application role
 -- (SELECT) can plan and watch progress but not change anything.

@@ -167,26 +167,27 @@ chash_create_directory(PG_FUNCTION_ARGS)
 
 	argtypes[0] = TEXTOID;
 	args[0] = PointerGetDatum(name);
-	sql = psprintf("SELECT 1 FROM %s.chash_directory WHERE name = $1", schema);
-	if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed");
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("directory \"%.*s\" already exists",
-						chash_quote_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)),
-						VARDATA_ANY(name))));
-
 	argtypes[1] = INT4OID;
 	argtypes[2] = TEXTOID;
 	argtypes[3] = TEXTOID;
 	args[1] = Int32GetDatum(slot_count);
 	args[2] = CStringGetTextDatum(slot_method_name(method));
 	args[3] = CStringGetTextDatum(key_type_name(ktype));
+	/*
+	 * ON CONFLICT: a directory of this name created by a concurrent
+	 * transaction is waited for and then seen, so that is 42710 too, not a
+	 * unique violation.
+	 */
 	sql = psprintf("INSERT INTO %s.chash_directory (name, slot_count, slot_method, key_type) "
-				   "VALUES ($1, $2, $3, $4)", schema);
+				   "VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING", schema);
 	if (SPI_execute_with_args(sql, 4, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("directory \"%.*s\" already exists",
+						chash_quote_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)),
+						VARDATA_ANY(name))));
 
 	argtypes[1] = TEXTARRAYOID;
 	argtypes[2] = FLOAT8ARRAYOID;

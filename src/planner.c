@@ -24,6 +24,14 @@
 
 PG_FUNCTION_INFO_V1(chash_plan_rebalance);
 
+/*
+ * The directory's triggers keep these states out; reaching one takes
+ * disabled triggers or a restore that skipped them.  55000, not XX001:
+ * the storage is fine, the rows are not.
+ */
+#define DIRECTORY_STATE_HINT \
+	"The directory tables break an invariant their triggers keep (were triggers disabled?); correct the rows."
+
 typedef struct plan_input
 {
 	int32		slot_count;
@@ -121,9 +129,12 @@ read_owners(const char *schema, text *directory, plan_input *in)
 
 			if (slot != count || count >= in->slot_count || i < 0)
 				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("slot owners of directory \"%s\" do not match its %d slots and its shards",
-								text_to_cstring(directory), in->slot_count)));
+								text_to_cstring(directory), in->slot_count),
+						 errdetail("Slot %d is missing, out of range or owned by a shard the directory does not have.",
+								   (int) count),
+						 errhint(DIRECTORY_STATE_HINT)));
 			in->owners[count++] = i;
 		}
 		SPI_freetuptable(SPI_tuptable);
@@ -131,9 +142,10 @@ read_owners(const char *schema, text *directory, plan_input *in)
 	SPI_cursor_close(portal);
 	if (count != in->slot_count)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("directory \"%s\" has %lld slot owners for %d slots",
-						text_to_cstring(directory), (long long) count, in->slot_count)));
+						text_to_cstring(directory), (long long) count, in->slot_count),
+				 errhint(DIRECTORY_STATE_HINT)));
 	pfree(sql.data);
 }
 
@@ -281,9 +293,10 @@ report_planner_status(planner_status status, text *directory)
 				 errdetail("Each weight is finite, but their sum is not."),
 				 errhint("Lower the weights with chash_set_shard(): only their ratios matter.")));
 	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("directory \"%s\" cannot be planned: %s",
-					text_to_cstring(directory), planner_status_message(status))));
+					text_to_cstring(directory), planner_status_message(status)),
+			 errhint(DIRECTORY_STATE_HINT)));
 }
 
 Datum

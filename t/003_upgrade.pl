@@ -130,4 +130,33 @@ $node->safe_psql('old', q{CREATE EXTENSION chash VERSION '1.0'});
 isnt($node->safe_psql('old', $catalog), $fresh_catalog,
 	'1.0 and the default version differ (the comparison can tell them apart)');
 
+# 1.0 rows that only direct DML could write: the update makes a tenant
+# step canonical, and refuses (changing nothing) what it cannot fix, saying
+# which row to fix.
+$node->safe_psql('postgres', 'CREATE DATABASE handmade');
+$node->safe_psql('handmade', q{CREATE EXTENSION chash VERSION '1.0'});
+$node->safe_psql('handmade', q{
+    SELECT chash_create_directory('ids', ARRAY['a', 'b'], 8, key_type => 'bigint');
+    INSERT INTO chash_migration (id, directory, kind) VALUES (1001, 'ids', 'move_tenant');
+    INSERT INTO chash_migration_step (migration, step, tenant, from_shard, to_shard, state)
+    VALUES (1001, 1, '007', 'a', 'b', 'fenced');
+    INSERT INTO chash_migration (id, directory, kind) VALUES (1002, 'ids', 'rebalance');
+});
+my ($rc, $out, $err) = $node->psql('handmade', 'ALTER EXTENSION chash UPDATE');
+isnt($rc, 0, 'two running migrations of one directory: the update is refused');
+like($err, qr/directory "ids" has more than one unfinished migration.*Migrations 1001, 1002 are running/s,
+	'... naming the directory and the migrations');
+is($node->safe_psql('handmade', q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
+	'1.0', '... and changes nothing');
+$node->safe_psql('handmade', 'SELECT chash_migration_cancel(1002)');
+$node->safe_psql('handmade', q{
+    INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard) VALUES (1001, 2, -1, 'a', 'b')});
+($rc, $out, $err) = $node->psql('handmade', 'ALTER EXTENSION chash UPDATE');
+like($err, qr/step 2 of migration 1001 moves slot -1, out of range for directory "ids"/,
+	'a step of slot -1: refused, naming the step');
+$node->safe_psql('handmade', 'DELETE FROM chash_migration_step WHERE migration = 1001 AND step = 2');
+$node->safe_psql('handmade', 'ALTER EXTENSION chash UPDATE');
+is($node->safe_psql('handmade', 'SELECT tenant FROM chash_migration_step WHERE migration = 1001'),
+	'7', "a step for tenant '007' of a bigint directory is updated to tenant 7");
+
 done_testing();

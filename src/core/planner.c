@@ -49,7 +49,7 @@ planner_status_message(planner_status status)
 		case PLANNER_BAD_SHARD_COUNT:
 			return "no shards";
 		case PLANNER_BAD_WEIGHT:
-			return "weight is not finite and non-negative";
+			return "a weight is not finite and non-negative, or the weights sum to infinity";
 		case PLANNER_BAD_STATE:
 			return "unknown shard state";
 		case PLANNER_BAD_OWNER:
@@ -121,6 +121,19 @@ planner_targets_work_size(int32_t nshards)
 	if (nshards < 1)
 		return 0;
 	return (sizeof(double) + sizeof(int32_t)) * (size_t) nshards;
+}
+
+/*
+ * amount * weight / total, the share of amount that weight gets.  In that
+ * order (exactly as before for every amount it can hold), unless the
+ * product overflows: weights are only bounded by a finite sum.
+ */
+static double
+share_of(double amount, double weight, double total)
+{
+	double		product = amount * weight;
+
+	return isfinite(product) ? product / total : amount * (weight / total);
 }
 
 planner_status
@@ -393,7 +406,7 @@ planner_bytes_imbalance(const double *loads, const planner_shard *shards,
 	for (int32_t i = 0; i < nshards; i++)
 	{
 		double		target = shards[i].state == PLANNER_ACTIVE && weight > 0 ?
-		total * shards[i].weight / weight : 0;
+		share_of(total, shards[i].weight, weight) : 0;
 
 		sum += (loads[i] - target) * (loads[i] - target);
 	}
@@ -523,7 +536,7 @@ planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 		total += load[i];
 	for (int32_t i = 0; i < nshards; i++)
 		target[i] = shards[i].state == PLANNER_ACTIVE ?
-			total * shards[i].weight / weight : 0;
+			share_of(total, shards[i].weight, weight) : 0;
 
 	for (int32_t s = 0; s < slot_count; s++)
 	{

@@ -121,6 +121,10 @@ test_targets(void)
 	planner_shard nan_weight[2] = {{1, PLANNER_ACTIVE}, {NAN, PLANNER_ACTIVE}};
 	planner_shard neg_weight[2] = {{1, PLANNER_ACTIVE}, {-1, PLANNER_ACTIVE}};
 	planner_shard bad_state[1] = {{1, (planner_state) 7}};
+	/* each weight finite, the sum not; and weights whose product with a
+	 * slot count overflows */
+	planner_shard sum_infinite[2] = {{1e308, PLANNER_ACTIVE}, {1e308, PLANNER_ACTIVE}};
+	planner_shard huge[3] = {{1e305, PLANNER_ACTIVE}, {1e305, PLANNER_ACTIVE}, {1, PLANNER_DRAINING}};
 	int32_t		t[4];
 
 	/* SPEC 3: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461 */
@@ -153,6 +157,9 @@ test_targets(void)
 	}
 	CHECK(slot_targets(none, 2, 10, t) == PLANNER_NO_ACTIVE_SHARD);
 	CHECK(slot_targets(nan_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
+	CHECK(slot_targets(sum_infinite, 2, 10, t) == PLANNER_WEIGHT_SUM_TOO_LARGE);
+	CHECK(slot_targets(huge, 3, 16384, t) == PLANNER_OK);
+	CHECK(t[0] == 8192 && t[1] == 8192 && t[2] == 0);
 	CHECK(slot_targets(neg_weight, 2, 10, t) == PLANNER_BAD_WEIGHT);
 	CHECK(slot_targets(bad_state, 1, 10, t) == PLANNER_BAD_STATE);
 	CHECK(slot_targets(three, 0, 10, t) == PLANNER_BAD_SHARD_COUNT);
