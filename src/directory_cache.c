@@ -77,7 +77,11 @@ typedef struct RouteCall
 	int			name_len;
 	int			name_capacity;
 	char	   *name;
+	uint64		names_load;		/* the load names[] holds copies from */
+	text	  **names;			/* by shard index; NULL: not copied yet */
 } RouteCall;
+
+static uint64 load_counter = 0;
 
 static void
 free_entry(RouteDirectory **link)
@@ -261,6 +265,7 @@ directory_lookup(text *name, Snapshot snapshot)
 
 	dir = directory_load(catalog, name, &row, snapshot);
 	dir->identity = id;
+	dir->load_id = ++load_counter;
 	dir->last_used = ++use_clock;
 	dir->next = directories;
 	directories = dir;
@@ -315,4 +320,26 @@ directory_for_call(FunctionCallInfo fcinfo, text *name)
 	call->curcid = snapshot->curcid;
 	call->completions = snapshot->snapXactCompletionCount;
 	return call->dir;
+}
+
+text *
+directory_shard_name(FunctionCallInfo fcinfo, RouteDirectory *dir, int32 shard)
+{
+	RouteCall  *call = (RouteCall *) fcinfo->flinfo->fn_extra;
+	text	   *name;
+
+	/* older copies stay: results handed out may still point at them */
+	if (call->names_load != dir->load_id)
+	{
+		call->names = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+											 sizeof(text *) * Max(dir->nshards, 1));
+		call->names_load = dir->load_id;
+	}
+	if (call->names[shard] == NULL)
+	{
+		name = dir->shards[shard].name;
+		call->names[shard] = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, VARSIZE(name));
+		memcpy(call->names[shard], name, VARSIZE(name));
+	}
+	return call->names[shard];
 }

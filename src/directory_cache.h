@@ -60,6 +60,7 @@ typedef struct RouteDirectory
 	char	   *name;
 	int			name_len;
 	DirectoryIdentity identity;
+	uint64		load_id;		/* unique per load, unlike the address */
 	uint64		last_used;
 	int64		version;
 	int32		slot_count;
@@ -81,6 +82,14 @@ typedef struct RouteDirectory
  * function: routing functions return copies.
  */
 extern RouteDirectory *directory_for_call(FunctionCallInfo fcinfo, text *name);
+
+/*
+ * The calling function's own copy of a shard name.  Made once per call
+ * site and directory state, in fn_mcxt, which outlives every use of the
+ * result (a CALL argument too), unlike the cache entry; a palloc per row
+ * would cost a fifth of chash_route.
+ */
+extern text *directory_shard_name(FunctionCallInfo fcinfo, RouteDirectory *dir, int32 shard);
 
 /*
  * Called by the invalidation trigger: this transaction changed directory

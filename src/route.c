@@ -7,8 +7,8 @@
  * owner; the step that moves it comes from the step index (its
  * precedence rules are in src/core/step_index.h).  Answers come from the
  * backend's directory cache (directory_cache.c): per call there is no
- * table access, and the only allocation is the caller's copy of the
- * answer, which outlives the cache entry it came from.
+ * table access and no allocation; the answer is the caller's copy
+ * (directory_shard_name), which outlives the cache entry it came from.
  */
 #include "chash.h"
 
@@ -166,17 +166,6 @@ step_of(RouteDirectory *dir, RouteKey *key, bool overridden)
 	return r != NULL ? &dir->steps[r->value] : NULL;
 }
 
-/* The caller's own copy of a shard name: the cache may be gone when it is read. */
-static inline text *
-shard_name(RouteDirectory *dir, int32 shard)
-{
-	text	   *name = dir->shards[shard].name;
-	text	   *copy = palloc(VARSIZE(name));
-
-	memcpy(copy, name, VARSIZE(name));
-	return copy;
-}
-
 Datum
 chash_slot(PG_FUNCTION_ARGS)
 {
@@ -193,7 +182,7 @@ chash_route(PG_FUNCTION_ARGS)
 	RouteDirectory *dir = text_route_key(fcinfo, &key);
 	bool		overridden;
 
-	PG_RETURN_TEXT_P(shard_name(dir, owner_of(dir, &key, &overridden)));
+	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, owner_of(dir, &key, &overridden)));
 }
 
 /* A bigint tenant routes exactly like its decimal text. */
@@ -207,7 +196,7 @@ chash_route_int8(PG_FUNCTION_ARGS)
 	bool		overridden;
 
 	route_key_init(dir, decimal, len, &key);
-	PG_RETURN_TEXT_P(shard_name(dir, owner_of(dir, &key, &overridden)));
+	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, owner_of(dir, &key, &overridden)));
 }
 
 Datum
@@ -228,12 +217,12 @@ chash_route_explain(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	values[0] = PointerGetDatum(cstring_to_text_with_len(key.data, key.len));
 	values[1] = Int32GetDatum(key.slot);
-	values[2] = PointerGetDatum(shard_name(dir, shard));
+	values[2] = PointerGetDatum(directory_shard_name(fcinfo, dir, shard));
 	values[3] = CStringGetTextDatum(overridden ? "override" : "slot");
 	if (step != NULL)
 	{
 		values[4] = CStringGetTextDatum(step->fenced ? "fenced" : "copying");
-		values[5] = PointerGetDatum(shard_name(dir, step->to_shard));
+		values[5] = PointerGetDatum(directory_shard_name(fcinfo, dir, step->to_shard));
 		values[6] = Int64GetDatum(step->migration);
 	}
 	else
@@ -278,5 +267,5 @@ chash_route_for_write(PG_FUNCTION_ARGS)
 						   quoted_shard(dir, shard), quoted_shard(dir, step->to_shard)),
 				 errhint("Retry the transaction; writes resume when the step completes.")));
 	}
-	PG_RETURN_TEXT_P(shard_name(dir, shard));
+	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, shard));
 }

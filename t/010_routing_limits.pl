@@ -17,13 +17,16 @@ my $started = $node->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
 
 # 160,000 slots on one shard, a second shard added: a migration of 80,000
 # slot moves, all of them in flight (claimed in one statement, as the
-# owner, with triggers off; the directory row moved on by hand).
+# owner, with triggers off; the directory row moved on by hand).  The
+# steps move slots in descending order: the worst order for a sort that
+# expects the table's order (an insertion sort took 47 s).
 $node->safe_psql('postgres', q{
     SELECT chash_create_directory('big', ARRAY['a'], 160000);
     SELECT chash_add_shard('big', 'b');
     SELECT chash_migration_start('big');
     SET session_replication_role = replica;
-    UPDATE chash_migration_step SET state = 'copying', claimed_by = 'tap', started_at = now();
+    UPDATE chash_migration_step
+       SET state = 'copying', claimed_by = 'tap', started_at = now(), slot = 159999 - slot;
     UPDATE chash_directory SET version = version + 1 WHERE name = 'big';
 });
 is($node->safe_psql('postgres',
@@ -36,11 +39,13 @@ $node->safe_psql('postgres', 'SELECT 1');
 my $connect = time - $t0;
 $t0 = time;
 my $explain = $node->safe_psql('postgres',
-	q{SELECT e.slot_state, e.moving_to FROM chash_route_explain('big', 'acme') e});
+	q{SELECT e.slot_state, e.moving_to
+      FROM generate_series(1, 20) AS i, chash_route_explain('big', 'tenant-' || i) AS e
+      WHERE e.slot >= 80000 LIMIT 1});
 my $load = time - $t0 - $connect;
-is($explain, 'copying|b', 'a tenant of a slot in flight shows its step');
+is($explain, 'copying|b', 'a tenant of a slot in flight (the upper half now) shows its step');
 diag(sprintf('load of 160,000 slots and 80,000 steps in flight: %.0f ms', $load * 1000));
-cmp_ok($load, '<', 2, 'the load takes well under 2 s (an insertion sort took 7.7 s)');
+cmp_ok($load, '<', 2, 'the load takes well under 2 s (an insertion sort took 47 s here)');
 
 # statement_timeout during a load: a fifth of the load time, at least 1 ms.
 my $timeout_ms = int($load * 1000 / 5) || 1;
