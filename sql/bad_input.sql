@@ -29,7 +29,7 @@ SELECT bad($$SELECT chash_pg_partition('not-a-uuid'::uuid, 4)$$);
 SELECT bad($$SELECT chash_jump(1::bigint, 4294967296)$$);
 
 -- ---------------------------------------------------------------------------
--- The planner and migrations (SPEC 3.1, 3.2).  Migration ids depend on what
+-- The planner and migrations (docs/planner.md).  Migration ids depend on what
 -- ran before, so messages show them as N.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION bad_migration(statement text) RETURNS text LANGUAGE sql AS
@@ -140,7 +140,7 @@ SELECT chash_drop_directory(d)
   FROM unnest(ARRAY['bad_plan', 'bad_drained', 'bad_int', 'bad_retire']) d;
 
 -- ---------------------------------------------------------------------------
--- Node-set placement (SPEC 2.3 - 2.7)
+-- Node-set placement (docs/placement.md - 2.7)
 -- ---------------------------------------------------------------------------
 
 -- NULL key, node array, count or hash: NULL, as from a STRICT function.

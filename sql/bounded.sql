@@ -1,4 +1,4 @@
--- Consistent hashing with bounded loads (SPEC 2.7).
+-- Consistent hashing with bounded loads (docs/placement.md).
 
 SELECT * FROM chash_bounded_assign('{k1,k2,k3,k4,k5,k6,k7,k8}', '{a,b}', 0.01, 4);
 

@@ -1,4 +1,4 @@
--- The shard directory (SPEC 3): tables, management functions, routing,
+-- The shard directory (docs/directory.md): tables, management functions, routing,
 -- explain, snapshot and the load view.  Bad inputs and direct DML that
 -- breaks the invariants are in directory_integrity.sql.
 \i sql/include/bad.sql
@@ -78,7 +78,7 @@ SELECT chash_route('orgs', 'gamma');
 DELETE FROM chash_override WHERE directory = 'orgs' AND tenant = 'gamma';
 SELECT version FROM chash_directory WHERE name = 'orgs';
 
--- Slot methods agree with the placement functions (SPEC 3).
+-- Slot methods agree with the placement functions (docs/directory.md).
 SELECT chash_create_directory('m_xxh64', ARRAY['a', 'b'], 1000, 'xxh64');
 SELECT chash_create_directory('m_jump', ARRAY['a', 'b'], 1000, 'jump');
 SELECT chash_create_directory('m_redis', ARRAY['a', 'b'], 16384, 'redis');

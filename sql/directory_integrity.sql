@@ -1,4 +1,4 @@
--- The shard directory (SPEC 3): every bad input with its SQLSTATE, direct
+-- The shard directory (docs/directory.md): every bad input with its SQLSTATE, direct
 -- DML that would break an invariant (it fails and changes nothing), and
 -- privileges.
 \i sql/include/bad.sql

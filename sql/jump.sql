@@ -1,4 +1,4 @@
--- Jump consistent hash and modulo (SPEC 2.1, 2.2).
+-- Jump consistent hash and modulo (docs/placement.md).
 
 -- github.com/dgryski/go-jump jump_test.go (jumpTestVectors), the vectors
 -- Go, Rust and Java ports of the paper test against.

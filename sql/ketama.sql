@@ -1,4 +1,4 @@
--- Ketama (SPEC 2.5) against libmemcached 1.1.4 (Debian libmemcached-dev) in
+-- Ketama (docs/placement.md) against libmemcached 1.1.4 (Debian libmemcached-dev) in
 -- its weighted ketama mode, which builds libketama's continuum; the vectors
 -- come from tests/reference/ketama_libmemcached (see its header for the
 -- two corner cases where libmemcached departs from libketama, avoided

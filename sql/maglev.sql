@@ -1,4 +1,4 @@
--- Maglev (SPEC 2.6): tables, balance, disruption, weights, lookups.
+-- Maglev (docs/placement.md): tables, balance, disruption, weights, lookups.
 
 SELECT * FROM chash_maglev_table('{a,b,c}', 7);
 SELECT chash_maglev('tenant-42', '{a,b,c}') AS backend,

@@ -1,4 +1,4 @@
--- Migrations (SPEC 3.2): a saved plan carried out step by step while
+-- Migrations (docs/migrations.md): a saved plan carried out step by step while
 -- routing stays right.  Concurrency is in specs/migration_*.spec, crashes
 -- in t/050_migration_crash.pl.
 

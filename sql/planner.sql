@@ -1,7 +1,7 @@
--- The rebalance planner (SPEC 3.1): chash_plan_rebalance, chash_whales,
+-- The rebalance planner (docs/planner.md): chash_plan_rebalance, chash_whales,
 -- chash_measure_tenants.  docs/planner.md explains the plans.
 
--- The SPEC's worked example: 16,384 slots on three equal shards, add a
+-- The contract's worked example: 16,384 slots on three equal shards, add a
 -- fourth -> 4,096 moves, 1,366 + 1,365 + 1,365, every shard ends at 4,096.
 SELECT chash_create_directory('plan', ARRAY['s1', 's2', 's3']);
 SELECT chash_add_shard('plan', 's4');

@@ -1,4 +1,4 @@
--- Redis Cluster slots (SPEC 2.8) against a real redis-server.
+-- Redis Cluster slots (docs/placement.md) against a real redis-server.
 -- sql/data/redis_slots.csv: CLUSTER KEYSLOT of 10,000 keys (hash-tag edge
 -- cases, multibyte text, arbitrary bytes) from Debian's redis-server,
 -- regenerated and compared by tests/reference/redis.

@@ -1,4 +1,4 @@
--- Rendezvous / highest random weight (SPEC 2.3): examples, the properties
+-- Rendezvous / highest random weight (docs/placement.md): examples, the properties
 -- the issue asks for over 100,000 keys, weights, and the cache.
 
 SELECT chash_rendezvous('tenant-42', '{a,b,c,d}') AS winner,

@@ -1,4 +1,4 @@
--- Consistent-hash ring with virtual nodes (SPEC 2.4): points, shares,
+-- Consistent-hash ring with virtual nodes (docs/placement.md): points, shares,
 -- lookups, replicas with zones, and the properties over 100,000 keys.
 
 -- Points in ring order (unsigned: the negative bigints come last).

@@ -1,4 +1,4 @@
--- Routing is a read of the tables (SPEC 3): it answers what a SELECT in
+-- Routing is a read of the tables (docs/directory.md): it answers what a SELECT in
 -- the calling statement's snapshot answers, returns the caller's own
 -- copy, refuses where row-level security applies, and never trusts a row
 -- it reads: a bad row is 55000 naming the directory and the row.

@@ -1,4 +1,4 @@
--- Stable hash functions (SPEC 1) against vectors from real systems.
+-- Stable hash functions (docs/placement.md) against vectors from real systems.
 -- Each data file names the program that produced it; tests/reference/
 -- regenerates them from those programs and compares.
 

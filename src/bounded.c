@@ -1,5 +1,5 @@
 /*
- * bounded.c - SQL wrapper of consistent hashing with bounded loads (SPEC 2.7)
+ * bounded.c - SQL wrapper of consistent hashing with bounded loads (docs/placement.md)
  */
 #include "chash.h"
 

@@ -2,7 +2,7 @@
  * chash.h - shared PostgreSQL glue: argument checking and hash families
  *
  * Everything here turns SQL arguments into the plain values src/core/
- * takes, raising the SQLSTATEs of SPEC section 0 on bad input.
+ * takes, raising the SQLSTATEs of README.md's conventions on bad input.
  */
 #ifndef CHASH_GLUE_H
 #define CHASH_GLUE_H
@@ -75,7 +75,7 @@ extern int32 chash_pg_partition_of(Oid typid, Datum value, int32 modulus);
 
 /*
  * User text quoted in a message: at most CHASH_QUOTE_MAX bytes, cut on a
- * character boundary of the database encoding (SPEC 0), so a huge tenant
+ * character boundary of the database encoding (the conventions in README.md), so a huge tenant
  * cannot flood the log and a cut never splits a character.  Use as
  * errmsg("... \"%.*s\" ...", chash_quote_len(data, len), data).
  */

@@ -1,7 +1,7 @@
 /*
  * chash_ring.h - building consistent-hash rings from SQL arguments
  *
- * Shared by the ring functions (SPEC 2.4) and bounded loads (SPEC 2.7).
+ * Shared by the ring functions (docs/placement.md) and bounded loads (docs/placement.md).
  */
 #ifndef CHASH_RING_GLUE_H
 #define CHASH_RING_GLUE_H
@@ -26,7 +26,7 @@ typedef struct ChashRing
 /*
  * Builds the ring of nodes_arg / vnodes_arg / weights_arg (-1: none) /
  * hash_arg in the current memory context; keeps each point's vnode number
- * when with_vnodes.  Raises the SPEC's errors for bad arguments.
+ * when with_vnodes.  Raises the contract's errors for bad arguments.
  */
 extern void chash_ring_build(FunctionCallInfo fcinfo, int nodes_arg, int vnodes_arg,
 							 int weights_arg, int hash_arg, bool with_vnodes,

@@ -1,6 +1,6 @@
 /*
  * directory.c - creating shard directories, canonical tenants, and the
- * trigger that invalidates routing caches (SPEC 3)
+ * trigger that invalidates routing caches (docs/directory.md)
  *
  * The other management functions are SQL (src/sql/52_directory_functions.sql);
  * chash_create_directory is C because it validates the shard array the way

@@ -1,6 +1,6 @@
 /*
  * directory_cache.c - shard directories held in backend memory, and which
- * one a statement's snapshot may use (SPEC 3: routing is a read of the
+ * one a statement's snapshot may use (docs/directory.md: routing is a read of the
  * tables)
  *
  * chash_route must not read the tables row by row, and must answer

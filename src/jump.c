@@ -1,5 +1,5 @@
 /*
- * jump.c - SQL wrappers of jump consistent hash and plain modulo (SPEC 2.1, 2.2)
+ * jump.c - SQL wrappers of jump consistent hash and plain modulo (docs/placement.md)
  */
 #include "chash.h"
 

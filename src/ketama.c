@@ -1,5 +1,5 @@
 /*
- * ketama.c - SQL wrapper of the libketama ring (SPEC 2.5)
+ * ketama.c - SQL wrapper of the libketama ring (docs/placement.md)
  */
 #include "chash.h"
 

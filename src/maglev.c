@@ -1,5 +1,5 @@
 /*
- * maglev.c - SQL wrappers of Maglev hashing (SPEC 2.6)
+ * maglev.c - SQL wrappers of Maglev hashing (docs/placement.md)
  */
 #include "chash.h"
 

@@ -1,12 +1,12 @@
 /*
  * planner.c - chash_plan_rebalance: reads a directory, runs the core
- * planner (src/core/planner.c), returns the plan (SPEC 3.1)
+ * planner (src/core/planner.c), returns the plan (docs/planner.md)
  *
  * The directory is read with three aggregate queries (slot owners as one
  * int4[], tenants per slot, pinned bytes per shard) rather than row by row,
  * so planning 1,048,576 slots stays well under a second.  Shards are
  * numbered in byte order of their names (COLLATE "C"), which is how the
- * core's "lower index" becomes SPEC's "lower shard name" on every machine.
+ * core's "lower index" becomes the contract's "lower shard name" on every machine.
  */
 #include "chash.h"
 

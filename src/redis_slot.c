@@ -1,5 +1,5 @@
 /*
- * redis_slot.c - SQL wrappers of Redis Cluster's key slots (SPEC 2.8)
+ * redis_slot.c - SQL wrappers of Redis Cluster's key slots (docs/placement.md)
  */
 #include "chash.h"
 
@@ -22,7 +22,7 @@ chash_redis_slot(PG_FUNCTION_ARGS)
 /*
  * True when every key hashes to one slot.  An empty array is trivially
  * true, as a multi-key command with no keys has nothing to cross; a NULL
- * element is an error (SPEC 0).
+ * element is an error (the conventions in README.md).
  */
 Datum
 chash_redis_same_slot(PG_FUNCTION_ARGS)

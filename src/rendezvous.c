@@ -1,5 +1,5 @@
 /*
- * rendezvous.c - SQL wrappers of rendezvous hashing (SPEC 2.3)
+ * rendezvous.c - SQL wrappers of rendezvous hashing (docs/placement.md)
  */
 #include "chash.h"
 
@@ -77,7 +77,7 @@ rendezvous_cache(FunctionCallInfo fcinfo, int nodes_arg, int weights_arg, int ha
 	return chash_fn_cache_finish(fc, c);
 }
 
-/* Every node's score S for the key (SPEC 2.3). */
+/* Every node's score S for the key (docs/placement.md). */
 static void
 compute_scores(RendezvousCache *c, FunctionCallInfo fcinfo, text *key)
 {

@@ -1,5 +1,5 @@
 /*
- * ring.c - SQL wrappers of the consistent-hash ring (SPEC 2.4)
+ * ring.c - SQL wrappers of the consistent-hash ring (docs/placement.md)
  */
 #include "chash.h"
 

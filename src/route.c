@@ -1,5 +1,5 @@
 /*
- * route.c - routing through a shard directory (SPEC 3): chash_slot,
+ * route.c - routing through a shard directory (docs/directory.md): chash_slot,
  * chash_route, chash_route_explain, chash_route_for_write
  *
  * The routing rules: a tenant is canonicalized for the directory's key

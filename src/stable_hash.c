@@ -1,5 +1,5 @@
 /*
- * stable_hash.c - SQL wrappers of the stable hash functions (SPEC 1)
+ * stable_hash.c - SQL wrappers of the stable hash functions (docs/placement.md)
  *
  * Text and bytea overloads share one C function: both are varlenas whose
  * payload is the bytes to hash.

@@ -1,4 +1,4 @@
-# A crash in the middle of a migration (SPEC 3.2): steps pending, copying,
+# A crash in the middle of a migration (docs/migrations.md): steps pending, copying,
 # fenced and done, plus a complete whose transaction is still open, when
 # the server stops with an immediate shutdown.  After restart every slot
 # has exactly one owner, nothing half-applied survives, and the migration

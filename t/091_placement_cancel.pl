@@ -1,4 +1,4 @@
-# Long placement builds stop when cancelled (SPEC 0).
+# Long placement builds stop when cancelled (the conventions in README.md).
 #
 # Every build whose cost grows with an argument, at sizes the functions
 # accept, must end with SQLSTATE 57014 within 0.5 s of statement_timeout

@@ -1,4 +1,4 @@
-# Joining a shard (SPEC 4.2): two shard databases replicate the directory
+# Joining a shard (docs/shards.md): two shard databases replicate the directory
 # tables from a directory database by logical replication; routing on each
 # shard answers like the directory database, before and after changes and
 # restarts, in new sessions and in a session whose cache was warm; the

@@ -1,4 +1,4 @@
--- The shard directory (SPEC 3).
+-- The shard directory (docs/directory.md).
 --  bench_tenants: 1,000,000 rows over 100,000 distinct tenants, routed
 --    through 'bench' (16,384 slots, 8 shards, 10,000 overrides); a fresh
 --    backend loads the directory once per query, amortised over the rows.

@@ -1,5 +1,5 @@
 /*
- * bounded.c - consistent hashing with bounded loads (SPEC 2.7)
+ * bounded.c - consistent hashing with bounded loads (docs/placement.md)
  */
 #include "bounded.h"
 

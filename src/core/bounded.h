@@ -1,6 +1,6 @@
 /*
  * bounded.h - consistent hashing with bounded loads (Mirrokni, Thorup,
- * Zadimoghaddam; SPEC 2.7)
+ * Zadimoghaddam; docs/placement.md)
  *
  * Keys are placed in order on a ring (ring.h).  Each node has a capacity;
  * a key goes to the owner of its first point unless that node is full, and

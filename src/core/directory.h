@@ -1,5 +1,5 @@
 /*
- * directory.h - the server-free parts of the shard directory (SPEC 3)
+ * directory.h - the server-free parts of the shard directory (docs/directory.md)
  *
  * Slot computation per slot method, canonical tenant forms, and the
  * open-addressing tenant map the routing cache uses for overrides (the

@@ -1,5 +1,5 @@
 /*
- * ketama.c - the ketama ring of libketama (SPEC 2.5)
+ * ketama.c - the ketama ring of libketama (docs/placement.md)
  */
 #include "ketama.h"
 

@@ -1,5 +1,5 @@
 /*
- * ketama.h - the ketama ring of libketama (Last.fm, 2007; SPEC 2.5)
+ * ketama.h - the ketama ring of libketama (Last.fm, 2007; docs/placement.md)
  *
  * Server i gets floorf(pct * 40.0 * N) MD5 digests of "server-k", with pct
  * = (float) w_i / (float) total computed as libketama computes it; each

@@ -1,5 +1,5 @@
 /*
- * largest_remainder.h - splitting a count by weight, exactly (SPEC 3, 3.1)
+ * largest_remainder.h - splitting a count by weight, exactly (docs/directory.md)
  *
  * Index i of weight w_i gets floor(q_i) or floor(q_i) + 1 of total, with
  * q_i = total * w_i / sum(w) taken on the exact values of the doubles

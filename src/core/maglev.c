@@ -1,5 +1,5 @@
 /*
- * maglev.c - Maglev lookup-table population (SPEC 2.6)
+ * maglev.c - Maglev lookup-table population (docs/placement.md)
  */
 #include "maglev.h"
 

@@ -1,5 +1,5 @@
 /*
- * maglev.h - Maglev consistent hashing (Eisenbud et al., NSDI 2016; SPEC 2.6)
+ * maglev.h - Maglev consistent hashing (Eisenbud et al., NSDI 2016; docs/placement.md)
  *
  * Each backend walks its own permutation of the M table slots,
  * (offset + j * skip) mod M, and backends take turns claiming their next

@@ -1,5 +1,5 @@
 /*
- * planner.c - the rebalance planner of the shard directory (SPEC 3.1)
+ * planner.c - the rebalance planner of the shard directory (docs/planner.md)
  *
  * 'slots': every shard is brought to its largest-remainder target with the
  * fewest possible moves.  Donors are the shards over target, receivers the

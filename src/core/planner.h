@@ -1,5 +1,5 @@
 /*
- * planner.h - the rebalance planner of the shard directory (SPEC 3.1)
+ * planner.h - the rebalance planner of the shard directory (docs/planner.md)
  *
  * Server-free: shards are indexes 0 .. nshards - 1 (the glue passes them
  * sorted by name, so "lower index" is "lower shard name"), memory comes

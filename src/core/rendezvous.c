@@ -1,5 +1,5 @@
 /*
- * rendezvous.c - rendezvous / highest-random-weight hashing (SPEC 2.3)
+ * rendezvous.c - rendezvous / highest-random-weight hashing (docs/placement.md)
  */
 #include "rendezvous.h"
 

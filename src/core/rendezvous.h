@@ -1,5 +1,5 @@
 /*
- * rendezvous.h - rendezvous / highest-random-weight hashing (SPEC 2.3)
+ * rendezvous.h - rendezvous / highest-random-weight hashing (docs/placement.md)
  *
  * Every node bids for a key and the highest bid wins.  The caller computes
  * each node's 64-bit score S (rendezvous_xxh64_score, or H(node ':' key)

@@ -1,5 +1,5 @@
 /*
- * ring.c - consistent-hash ring with virtual nodes (SPEC 2.4)
+ * ring.c - consistent-hash ring with virtual nodes (docs/placement.md)
  */
 #include "ring.h"
 

@@ -1,5 +1,5 @@
 /*
- * ring.h - consistent-hash ring with virtual nodes (SPEC 2.4)
+ * ring.h - consistent-hash ring with virtual nodes (docs/placement.md)
  *
  * A ring is a flat array of 64-bit positions sorted ascending (unsigned),
  * with the owning node index of each position in a parallel array.  A key

@@ -1,6 +1,6 @@
 /*
  * step_index.h - the migration steps in flight of a directory, indexed for
- * routing (SPEC 3.2)
+ * routing (docs/migrations.md)
  *
  * The precedence rules: a key is moved by its tenant's step if it has one;
  * else, unless the tenant is pinned (a pinned tenant does not move with its

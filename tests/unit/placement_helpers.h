@@ -50,7 +50,7 @@ typedef struct test_ring
 	int32_t    *vnodes;
 } test_ring;
 
-/* The ring of SPEC 2.4 (malloc'd; free with free_ring). */
+/* The ring of docs/placement.md (malloc'd; free with free_ring). */
 static inline void
 build_ring(const hasher64 *hasher, const test_nodes *nodes, int32_t vnodes,
 		   const double *weights, test_ring *ring)

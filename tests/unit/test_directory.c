@@ -37,7 +37,7 @@ test_slots(void)
 {
 	uint64_t	h = xxh64_hash(S("acme"), 0);
 
-	/* Each method is the placement function of SPEC 2, nothing else. */
+	/* Each method is the placement function of docs/placement.md, nothing else. */
 	CHECK_EQ_I64(directory_text_slot(SLOT_METHOD_XXH64, S("acme"), h, 1000), (int64_t) (h % 1000));
 	CHECK_EQ_I64(directory_text_slot(SLOT_METHOD_JUMP, S("acme"), h, 1000), jump_consistent_hash(h, 1000));
 	CHECK_EQ_I64(directory_text_slot(SLOT_METHOD_REDIS, S("somekey"), xxh64_hash(S("somekey"), 0), 16384), 11058);
@@ -127,7 +127,7 @@ test_split(void)
 	double		big[4] = {1e300, 1e300, 1, 3};
 	double		w411[3] = {4, 1, 1};
 
-	/* SPEC 3: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461. */
+	/* docs/directory.md: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461. */
 	CHECK(split(equal3, 3, 16384, sizes) == SPLIT_OK);
 	CHECK(sizes_are(sizes, 3, (int32_t[]) {5462, 5461, 5461}));
 

@@ -16,7 +16,7 @@ test_digest_counts(void)
 
 	/* 7 equal servers: 40 digests each in libketama's float arithmetic ... */
 	CHECK_EQ_U64(ketama_digest_count(1, 7, 7), 40);
-	/* ... where double arithmetic gives 39 (the SPEC's warning). */
+	/* ... where double arithmetic gives 39 (the contract's warning). */
 	n7_double = (int) floor(1.0 / 7.0 * 40.0 * 7.0);
 	CHECK_EQ_I64(n7_double, 39);
 	/* libketama itself gives 39 for 61 equal servers (its float rounding). */

@@ -1,5 +1,5 @@
 /*
- * test_planner.c - the rebalance planner (SPEC 3.1): the worked example,
+ * test_planner.c - the rebalance planner (docs/planner.md): the worked example,
  * properties over many random directories, bad inputs, and its speed
  */
 #include <math.h>
@@ -127,7 +127,7 @@ test_targets(void)
 	planner_shard huge[3] = {{1e305, PLANNER_ACTIVE}, {1e305, PLANNER_ACTIVE}, {1, PLANNER_DRAINING}};
 	int32_t		t[4];
 
-	/* SPEC 3: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461 */
+	/* docs/directory.md: 3 equal shards of 16,384 slots get 5,462 / 5,461 / 5,461 */
 	CHECK(slot_targets(three, 3, 16384, t) == PLANNER_OK);
 	CHECK(t[0] == 5462 && t[1] == 5461 && t[2] == 5461);
 	/* weights 1:2:3 over 10 slots: quotas 1.67, 3.33, 5 -> 2, 3, 5 */

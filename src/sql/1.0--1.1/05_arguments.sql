@@ -1,12 +1,12 @@
 -- ---------------------------------------------------------------------------
--- NULL arguments of management functions (SPEC 0, docs/directory.md)
+-- NULL arguments of management functions (the conventions in README.md, docs/directory.md)
 --
 -- One rule for every function that changes state (every VOLATILE function
 -- of the extension that is not a trigger): a NULL in a required argument
 -- is 22004 naming the argument, checked before anything else.  Required
 -- means every argument whose default is not NULL; a NULL default means
 -- "not given".  Reads (routing, snapshots, the planner's dry run) keep
--- SPEC 0's NULL in, NULL out.  sql/management_nulls.sql walks pg_proc, so
+-- the conventions in README.md's NULL in, NULL out.  sql/management_nulls.sql walks pg_proc, so
 -- a new function cannot miss the rule.
 -- ---------------------------------------------------------------------------
 

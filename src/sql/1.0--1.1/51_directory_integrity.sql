@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- The shard directory: invariants added in 1.1 (SPEC 3, docs/directory.md)
+-- The shard directory: invariants added in 1.1 (docs/directory.md)
 --
 -- - versions: written by hand at most 2^53 - 1, and a bump at the bigint
 --   maximum says so (22003) instead of failing inside the bump trigger;

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- The shard directory: management functions, 1.1 (SPEC 3)
+-- The shard directory: management functions, 1.1 (docs/directory.md)
 --
 -- Every function here checks its required arguments first (22004, see
 -- 05_arguments.sql) and then locks the directory row FOR NO KEY UPDATE:

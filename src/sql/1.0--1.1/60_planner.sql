@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- Tenant measurement, 1.1 (SPEC 3.1)
+-- Tenant measurement, 1.1 (docs/planner.md)
 --
 -- chash_measure_tenants changes chash_tenant_size, so a NULL argument is
 -- 22004 (05_arguments.sql); 1.0 was STRICT and returned NULL.  The

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- Migrations: functions, 1.1 (SPEC 3.2)
+-- Migrations: functions, 1.1 (docs/migrations.md)
 --
 -- As in 1.0, with two changes:
 -- - a NULL required argument is 22004 naming it (1.0's STRICT functions

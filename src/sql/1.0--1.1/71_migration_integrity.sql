@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- Migrations: invariants of the step and migration tables, 1.1 (SPEC 3.2)
+-- Migrations: invariants of the step and migration tables, 1.1 (docs/migrations.md)
 --
 -- 1.0 checked steps only in the functions that write them; a step written
 -- by hand could name slot -1, tenant '007' of a bigint directory (which

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- Joining a shard (docs/shards.md, "Joining a shard"; SPEC 4.2)
+-- Joining a shard (docs/shards.md, "Joining a shard"; docs/shards.md)
 --
 -- A shard database gets the directory tables from the directory database
 -- by logical replication: the publication chash_directory there (made once
