@@ -4,6 +4,7 @@
 #include "chash.h"
 
 #include <math.h>
+#include <stdarg.h>
 
 #include "catalog/pg_type.h"
 #define OPENSSL_SUPPRESS_DEPRECATED
@@ -222,4 +223,22 @@ chash_message_text(PG_FUNCTION_ARGS)
 	if (len == VARSIZE_ANY_EXHDR(value))
 		PG_RETURN_TEXT_P(value);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(VARDATA_ANY(value), len));
+}
+
+void
+chash_require_args(FunctionCallInfo fcinfo,...)
+{
+	va_list		names;
+	const char *name;
+
+	va_start(names, fcinfo);
+	for (int i = 0; (name = va_arg(names, const char *)) != NULL; i++)
+		if (PG_ARGISNULL(i))
+		{
+			va_end(names);
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not be null", name)));
+		}
+	va_end(names);
 }

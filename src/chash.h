@@ -92,6 +92,13 @@ extern int	chash_quote_len(const char *data, size_t len);
  */
 extern int	chash_pin_search_path(void);
 
+/*
+ * 22004 naming the first NULL argument: the names of arguments 0, 1, ...
+ * follow, ended by NULL.  For functions that change state, which must not
+ * do nothing silently on a NULL (README, Conventions).
+ */
+extern void chash_require_args(FunctionCallInfo fcinfo,...);
+
 /* Text argument bytes without copying a short varlena. */
 #define CHASH_TEXT_DATA(t) VARDATA_ANY(t)
 #define CHASH_TEXT_LEN(t) VARSIZE_ANY_EXHDR(t)

@@ -465,16 +465,26 @@ chash_conninfo_display(PG_FUNCTION_ARGS)
 Datum
 chash_shard_remote_check(PG_FUNCTION_ARGS)
 {
-	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	text	   *directory_t = PG_GETARG_TEXT_PP(1);
-	text	   *shard_t = PG_GETARG_TEXT_PP(2);
-	char	   *directory = text_to_cstring(directory_t);
-	char	   *shard = text_to_cstring(shard_t);
-	char	   *schema = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	char	   *slot_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
-	char	   *where = conninfo_display(conninfo);
+	char	   *conninfo;
+	text	   *directory_t;
+	text	   *shard_t;
+	char	   *directory;
+	char	   *shard;
+	char	   *schema;
+	char	   *slot_name;
+	char	   *where;
 	PGconn	   *conn;
-	bool		has_slot = false;
+	volatile bool has_slot = false;
+
+	chash_require_args(fcinfo, "conninfo", "directory", "shard", "schema", "slot_name", NULL);
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	directory_t = PG_GETARG_TEXT_PP(1);
+	shard_t = PG_GETARG_TEXT_PP(2);
+	directory = text_to_cstring(directory_t);
+	shard = text_to_cstring(shard_t);
+	schema = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
+	where = conninfo_display(conninfo);
 
 	require_superuser("join a directory");
 	conn = remote_connect(conninfo);
@@ -562,9 +572,13 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 Datum
 chash_shard_create_slot(PG_FUNCTION_ARGS)
 {
-	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *conninfo;
+	char	   *slot_name;
 	PGconn	   *conn;
+
+	chash_require_args(fcinfo, "conninfo", "slot_name", NULL);
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	require_superuser("join a directory");
 	conn = remote_connect(conninfo);
@@ -609,6 +623,7 @@ chash_shard_create_slot(PG_FUNCTION_ARGS)
 Datum
 chash_shard_drop_slot(PG_FUNCTION_ARGS)
 {
+	chash_require_args(fcinfo, "conninfo", "slot_name", NULL);
 	require_superuser("leave a directory");
 	remember(DROP_AT_COMMIT, text_to_cstring(PG_GETARG_TEXT_PP(0)),
 			 text_to_cstring(PG_GETARG_TEXT_PP(1)));
@@ -624,11 +639,16 @@ chash_shard_drop_slot(PG_FUNCTION_ARGS)
 Datum
 chash_shard_create_subscription(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *conninfo = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char	   *slot_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *name;
+	char	   *conninfo;
+	char	   *slot_name;
 	char	   *command;
 	MemoryContext caller = CurrentMemoryContext;
+
+	chash_require_args(fcinfo, "name", "conninfo", "slot_name", NULL);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
 
 	require_superuser("join a directory");
 	command = psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION " PUBLICATION_NAME

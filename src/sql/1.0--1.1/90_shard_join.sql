@@ -40,23 +40,23 @@ COMMENT ON FUNCTION @extschema@.chash_conninfo_display(text) IS
 CREATE FUNCTION @extschema@.chash_shard_remote_check(conninfo text, directory text, shard text,
         schema text, slot_name text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'chash_shard_remote_check'
-    LANGUAGE C VOLATILE STRICT;
+    LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.chash_shard_remote_check(text, text, text, text, text) IS
     'internal: checks on the directory database that it publishes the directory and has the shard; true when it already holds this database''s slot';
 CREATE FUNCTION @extschema@.chash_shard_create_slot(conninfo text, slot_name text) RETURNS void
     AS 'MODULE_PATHNAME', 'chash_shard_create_slot'
-    LANGUAGE C VOLATILE STRICT;
+    LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.chash_shard_create_slot(text, text) IS
     'internal: creates a pgoutput slot on the directory database, dropped again if the transaction aborts';
 CREATE FUNCTION @extschema@.chash_shard_drop_slot(conninfo text, slot_name text) RETURNS void
     AS 'MODULE_PATHNAME', 'chash_shard_drop_slot'
-    LANGUAGE C VOLATILE STRICT;
+    LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.chash_shard_drop_slot(text, text) IS
     'internal: drops a slot on the directory database when the transaction commits';
 CREATE FUNCTION @extschema@.chash_shard_create_subscription(name text, conninfo text, slot_name text)
         RETURNS void
     AS 'MODULE_PATHNAME', 'chash_shard_create_subscription'
-    LANGUAGE C VOLATILE STRICT;
+    LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.chash_shard_create_subscription(text, text, text) IS
     'internal: subscribes to the directory tables on an existing slot, without quoting the connection string in errors';
 REVOKE ALL ON FUNCTION @extschema@.chash_shard_remote_check(text, text, text, text, text) FROM PUBLIC;
@@ -127,7 +127,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION @extschema@.chash_shard_join(directory text, shard text, directory_conninfo text)
+CREATE FUNCTION @extschema@.chash_shard_join(directory text, shard text, directory_conninfo text DEFAULT NULL)
         RETURNS void
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
