@@ -78,11 +78,18 @@ CREATE TRIGGER chash_directory_guard BEFORE INSERT OR UPDATE ON @extschema@.chas
 
 -- As in 1.0, except that the version is written unchanged and
 -- chash_directory_guard increments it (with a clear error at the maximum
--- instead of "bigint out of range" from here).
+-- instead of "bigint out of range" from here); and that the keys the
+-- statement changed go into the history (chash_directory_change, created
+-- in 56_directory_changes.sql), at the version the transaction gives the
+-- directory.  A directory created in this transaction records none (its
+-- creation means "take a snapshot"), and a statement that changes more
+-- than 10,000 keys of a directory records that version as full instead.
 CREATE OR REPLACE FUNCTION @extschema@.chash_directory_bump() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     dirs text[];
+    rows_sql text;
+    key_sql text;
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         SELECT array_agg(name) INTO dirs FROM @extschema@.chash_directory;
@@ -112,6 +119,50 @@ BEGIN
           WHERE x.name = ANY (dirs) AND x.xmin <> xid(pg_current_xact_id())
           ORDER BY x.name FOR NO KEY UPDATE) l
     WHERE d.name = l.name;
+
+    -- the history: not for directories created by this transaction (their
+    -- version's entry says "created"), nor for registered tables (not
+    -- routing state: the version entry alone says something changed)
+    SELECT array_agg(d.name) INTO dirs FROM @extschema@.chash_directory d
+     WHERE d.name = ANY (dirs)
+       AND NOT EXISTS (SELECT FROM @extschema@.chash_directory_change c
+                        WHERE c.directory = d.name AND c.version = d.version
+                          AND c.kind = 'version' AND c.key = '');
+    IF dirs IS NULL OR TG_TABLE_NAME = 'chash_table' THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'TRUNCATE' THEN
+        INSERT INTO @extschema@.chash_directory_change (directory, version, kind, key)
+        SELECT d.name, d.version, 'full', '' FROM @extschema@.chash_directory d
+         WHERE d.name = ANY (dirs)
+        ON CONFLICT DO NOTHING;
+        RETURN NULL;
+    END IF;
+    rows_sql := CASE TG_OP WHEN 'INSERT' THEN 'SELECT * FROM new_rows'
+                           WHEN 'DELETE' THEN 'SELECT * FROM old_rows'
+                           ELSE 'SELECT * FROM new_rows UNION ALL SELECT * FROM old_rows' END;
+    -- steps matter to routing only while in flight
+    key_sql := CASE TG_TABLE_NAME
+        WHEN 'chash_shard' THEN 'SELECT r.directory, ''shard'', r.shard FROM (%s) r'
+        WHEN 'chash_slot' THEN 'SELECT r.directory, ''slot'', r.slot::text FROM (%s) r'
+        WHEN 'chash_override' THEN 'SELECT r.directory, ''override'', r.tenant FROM (%s) r'
+        WHEN 'chash_migration' THEN 'SELECT r.directory, ''migration'', r.id::text FROM (%s) r'
+        ELSE 'SELECT m.directory, ''step'', r.migration || '':'' || r.step FROM (%s) r
+                JOIN @extschema@.chash_migration m ON m.id = r.migration
+               WHERE r.state IN (''copying'', ''fenced'')' END;
+    EXECUTE format($q$
+        WITH k (directory, kind, key) AS (SELECT DISTINCT * FROM (%s) x WHERE x.directory = ANY ($1)),
+             n AS (SELECT k.directory, count(*) AS keys FROM k GROUP BY k.directory)
+        INSERT INTO @extschema@.chash_directory_change (directory, version, kind, key)
+        SELECT k.directory, d.version, k.kind, k.key
+          FROM k JOIN n ON n.directory = k.directory
+          JOIN @extschema@.chash_directory d ON d.name = k.directory
+         WHERE n.keys <= 10000
+        UNION ALL
+        SELECT n.directory, d.version, 'full', ''
+          FROM n JOIN @extschema@.chash_directory d ON d.name = n.directory
+         WHERE n.keys > 10000
+        ON CONFLICT DO NOTHING$q$, format(key_sql, rows_sql)) USING dirs;
     RETURN NULL;
 END
 $$;

@@ -70,7 +70,7 @@ CREATE FUNCTION @extschema@.chash_directory_publish() RETURNS void
 DECLARE
     tables constant text := '@extschema@.chash_directory, @extschema@.chash_shard, '
         '@extschema@.chash_slot, @extschema@.chash_override, @extschema@.chash_migration, '
-        '@extschema@.chash_migration_step, @extschema@.chash_table';
+        '@extschema@.chash_migration_step, @extschema@.chash_table, @extschema@.chash_directory_change';
 BEGIN
     IF EXISTS (SELECT FROM pg_publication WHERE pubname = 'chash_directory') THEN
         EXECUTE 'ALTER PUBLICATION chash_directory SET TABLE ' || tables;
