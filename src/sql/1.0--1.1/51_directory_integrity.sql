@@ -84,8 +84,11 @@ CREATE TRIGGER chash_directory_guard BEFORE INSERT OR UPDATE ON @extschema@.chas
 -- directory.  A directory created in this transaction records none (its
 -- creation means "take a snapshot"), and a statement that changes more
 -- than 10,000 keys of a directory records that version as full instead.
+-- SECURITY DEFINER: the history is the extension's own bookkeeping, so a
+-- role allowed to change a directory table needs no grant on it (nor on
+-- the version column); search_path is pinned.
 CREATE OR REPLACE FUNCTION @extschema@.chash_directory_bump() RETURNS trigger
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     dirs text[];
     rows_sql text;

@@ -33,7 +33,7 @@ COMMENT ON TABLE @extschema@.chash_directory_dropped IS
 -- Before the insert of a directory: continue after the dropped name's
 -- version (also for a version written by hand, which could repeat one).
 CREATE FUNCTION @extschema@.chash_directory_renew() RETURNS trigger
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     last bigint;
 BEGIN
@@ -55,7 +55,7 @@ CREATE TRIGGER chash_directory_renew BEFORE INSERT ON @extschema@.chash_director
 -- (nothing after a rollback: notifications are transactional), and now
 -- and then the pruning of old history.
 CREATE FUNCTION @extschema@.chash_directory_log() RETURNS trigger
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     payload text;
 BEGIN
