@@ -39,7 +39,7 @@ DECLARE
 BEGIN
     DELETE FROM @extschema@.chash_directory_dropped x WHERE x.name = NEW.name
         RETURNING x.version INTO last;
-    IF last IS NOT NULL AND NEW.version <= last THEN
+    IF last IS NOT NULL AND NEW.version <= last AND last < 9223372036854775807 THEN
         NEW.version := last + 1;
     END IF;
     RETURN NEW;
@@ -58,14 +58,18 @@ CREATE FUNCTION @extschema@.chash_directory_log() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     payload text;
+    dropped bigint;
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        -- a drop is a version too: the name's next directory starts after it
+        -- a drop is a version too: the name's next directory starts after
+        -- it (a version at the bigint maximum, only reachable by hand with
+        -- triggers off, stays where it is rather than block the drop)
+        dropped := CASE WHEN OLD.version < 9223372036854775807 THEN OLD.version + 1 ELSE OLD.version END;
         DELETE FROM @extschema@.chash_directory_change c WHERE c.directory = OLD.name;
         INSERT INTO @extschema@.chash_directory_dropped AS x (name, version)
-             VALUES (OLD.name, OLD.version + 1)
+             VALUES (OLD.name, dropped)
         ON CONFLICT (name) DO UPDATE SET version = greatest(x.version, excluded.version);
-        payload := OLD.name || ':' || (OLD.version + 1);
+        payload := OLD.name || ':' || dropped;
     ELSE
         INSERT INTO @extschema@.chash_directory_change (directory, version, kind, key)
              VALUES (NEW.name, NEW.version, 'version',
