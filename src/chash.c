@@ -14,6 +14,7 @@
 #include "utils/guc.h"
 #include "utils/builtins.h"
 
+#include "shard_guard.h"
 #include "sort.h"
 
 PG_MODULE_MAGIC;
@@ -222,4 +223,13 @@ chash_message_text(PG_FUNCTION_ARGS)
 	if (len == VARSIZE_ANY_EXHDR(value))
 		PG_RETURN_TEXT_P(value);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(VARDATA_ANY(value), len));
+}
+
+/* The guard's settings and hooks (shard_guard.c). */
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	shard_guard_init();
 }

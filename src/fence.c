@@ -175,14 +175,20 @@ fence_report_fenced(RouteDirectory *dir, TenantRoute *route)
 Datum
 chash_step_fence_barrier(PG_FUNCTION_ARGS)
 {
-	text	   *dir = PG_GETARG_TEXT_PP(0);
+	text	   *dir;
 	const DirectoryCatalog *catalog;
 	LOCKTAG		tag;
 
-	if (PG_ARGISNULL(0) || (PG_ARGISNULL(1) == PG_ARGISNULL(2)))
+	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("a fence needs a directory and either a slot or a tenant")));
+				 errmsg("directory must not be null")));
+	if (PG_ARGISNULL(1) == PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a fence is of a slot or of a tenant"),
+				 errdetail("Give exactly one of slot and tenant.")));
+	dir = PG_GETARG_TEXT_PP(0);
 	/* only who may fence may hold writers up */
 	catalog = directory_catalog_open();
 	if (pg_class_aclcheck(catalog->tables[T_STEP], GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
