@@ -273,6 +273,7 @@ check_statement(QueryDesc *query)
 	ListCell   *lc;
 	Index		rti = 0;
 	bool		writes = stmt->commandType == CMD_UPDATE || stmt->commandType == CMD_DELETE;
+	bool		tenant_declared = chash_session_tenant != NULL && chash_session_tenant[0] != '\0';
 
 	foreach(lc, stmt->rtable)
 	{
@@ -282,6 +283,10 @@ check_statement(QueryDesc *query)
 		rti++;
 		if (rte->rtekind != RTE_RELATION ||
 			(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_PARTITIONED_TABLE))
+			continue;
+		/* rows inserted are the row trigger's; nothing to search here */
+		if (stmt->commandType == CMD_INSERT && !tenant_declared &&
+			list_member_int(stmt->resultRelations, (int) rti))
 			continue;
 		memset(&scan, 0, sizeof(scan));
 		if (!guard_of(rte->relid, &scan))
@@ -293,7 +298,7 @@ check_statement(QueryDesc *query)
 		scan.params = query->params;
 		scan.access = writes && list_member_int(stmt->resultRelations, (int) rti) ?
 			GUARD_WRITE_STATEMENT : GUARD_READ;
-		if (chash_session_tenant != NULL && chash_session_tenant[0] != '\0')
+		if (tenant_declared)
 			guard_check_tenant(&scan.target, chash_session_tenant, strlen(chash_session_tenant),
 							   scan.access);
 		search_plan(&scan, stmt->planTree);

@@ -11,6 +11,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(sleep);
 
 my $dir = PostgreSQL::Test::Cluster->new('directory');
 $dir->init(allows_streaming => 'logical');
@@ -175,9 +176,16 @@ $writer->query_safe(qq{BEGIN; INSERT INTO accounts VALUES ('$t1', 5, 'open')});
 $dir->safe_psql('postgres', qq{SELECT chash_step_fence($mig, 1)});
 my $waiter = $shards[0]->background_psql('postgres');
 $waiter->query_until(qr/waiting/, qq{\\echo waiting\nSELECT 'wait_fence returned' FROM chash_shard_wait_fence('orgs', $mig, 1);\n});
-ok($shards[0]->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity
-      WHERE wait_event_type = 'Lock' AND query LIKE '%chash_shard_wait_fence%'}),
-	'chash_shard_wait_fence waits for the open writer on the source');
+# Polled for 30 s at most: the sessions' own timers must outlive a failure.
+my $waiting = 0;
+for (1 .. 300)
+{
+	$waiting = $shards[0]->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND query LIKE '%chash_shard_wait_fence%'});
+	last if $waiting;
+	sleep 0.1;
+}
+is($waiting, 1, 'chash_shard_wait_fence waits for the open writer on the source');
 is(state_of($shards[0], qq{INSERT INTO accounts VALUES ('$t1', 6, 'a')}), '40001', 'fenced: the source refuses with 40001');
 is(state_of($shards[1], qq{INSERT INTO accounts VALUES ('$t1', 6, 'a')}), '40001', 'fenced: the target refuses with 40001');
 is(state_of($shards[0], qq{SELECT count(*) FROM accounts WHERE org_id = '$t1'}), 'no error', 'fenced: reads run on the source');
@@ -215,13 +223,16 @@ is($shards[0]->safe_psql('postgres', q{SELECT missing_tables FROM chash_shard_st
 	'the status view shows the registered table missing here');
 $dir->safe_psql('postgres', q{SELECT chash_drop_table('orgs', 'public.notes')});
 wait_applied('after unregistering');
-ok($shards[1]->poll_query_until('postgres', q{SELECT guarded_tables = '{public.accounts}' FROM chash_shard_status}),
+ok($shards[1]->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_trigger WHERE tgrelid = 'notes'::regclass}),
 	'unregistering a table removes its guard');
+my $t3 = $dir->safe_psql('postgres', q{SELECT t FROM (SELECT 'org-' || i AS t FROM generate_series(1, 1000) i) x
+                                         WHERE chash_route('orgs', t) = 's1' ORDER BY t LIMIT 1});
+is(state_of($shards[1], qq{INSERT INTO notes VALUES ('$t3', 2)}), 'no error', 'and its writes are no longer checked');
 
 # ---- leave ----
 $shards[1]->safe_psql('postgres', q{SELECT chash_shard_leave('orgs')});
 is($shards[1]->safe_psql('postgres', q{SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'chash_guard%'}), '0',
 	'leave removes the guards');
-is(state_of($shards[1], qq{INSERT INTO accounts VALUES ('$t1', 77, 'a')}), 'no error', 'and writes are no longer checked');
+is(state_of($shards[1], qq{INSERT INTO accounts VALUES ('$t3', 77, 'a')}), 'no error', 'and writes are no longer checked');
 
 done_testing();
