@@ -15,6 +15,7 @@
 #include "utils/guc.h"
 #include "utils/builtins.h"
 
+#include "shard_guard.h"
 #include "sort.h"
 
 PG_MODULE_MAGIC;
@@ -241,4 +242,13 @@ chash_require_args(FunctionCallInfo fcinfo,...)
 					 errmsg("%s must not be null", name)));
 		}
 	va_end(names);
+}
+
+/* The guard's settings and hooks (shard_guard.c). */
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	shard_guard_init();
 }

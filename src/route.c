@@ -20,6 +20,8 @@
 #include "utils/uuid.h"
 
 #include "directory_cache.h"
+#include "fence.h"
+#include "route.h"
 
 PG_FUNCTION_INFO_V1(chash_slot);
 PG_FUNCTION_INFO_V1(chash_route);
@@ -231,9 +233,29 @@ chash_route_explain(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+void
+route_tenant(RouteDirectory *dir, const char *tenant, size_t len, TenantRoute *route)
+{
+	RouteKey	key;
+
+	StaticAssertStmt(sizeof(route->buf) >= sizeof(key.buf), "TenantRoute.buf too small");
+	route_key_init(dir, tenant, len, &key);
+	if (key.data == key.buf)
+	{
+		memcpy(route->buf, key.buf, key.len);
+		route->tenant = route->buf;
+	}
+	else
+		route->tenant = key.data;
+	route->tenant_len = key.len;
+	route->slot = key.slot;
+	route->owner = owner_of(dir, &key, &route->overridden);
+	route->step = step_of(dir, &key, route->overridden);
+}
+
 /* A shard name quoted for a message. */
-static char *
-quoted_shard(RouteDirectory *dir, int32 shard)
+char *
+route_quoted_shard(RouteDirectory *dir, int32 shard)
 {
 	text	   *name = dir->shards[shard].name;
 	int			len = VARSIZE(name) - VARHDRSZ;
@@ -241,31 +263,23 @@ quoted_shard(RouteDirectory *dir, int32 shard)
 	return psprintf("\"%.*s\"", chash_quote_len(VARDATA(name), len), VARDATA(name));
 }
 
+/*
+ * The fence is a barrier (docs/migrations.md): the writer first takes its
+ * tags (fence.c), then checks the latest committed state, not its
+ * snapshot's, so a fence committed after the snapshot, or one waiting for
+ * writers admitted before it, is seen.  The owner returned is the latest
+ * one too.
+ */
 Datum
 chash_route_for_write(PG_FUNCTION_ARGS)
 {
-	RouteKey	key;
-	RouteDirectory *dir = text_route_key(fcinfo, &key);
-	bool		overridden;
-	int32		shard;
-	RouteStep  *step;
+	text	   *name = PG_GETARG_TEXT_PP(0);
+	text	   *tenant = PG_GETARG_TEXT_PP(1);
+	RouteDirectory *dir;
+	TenantRoute route;
 
-	shard = owner_of(dir, &key, &overridden);
-	step = step_of(dir, &key, overridden);
-	if (step != NULL && step->fenced)
-	{
-		/* A slot step fences every tenant routed by the slot; a tenant step only its tenant. */
-		char	   *what = step->slot >= 0 ? psprintf("Slot %d is", key.slot) : pstrdup("The tenant is");
-
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("tenant \"%.*s\" of directory \"%.*s\" is being moved",
-						chash_quote_len(key.data, key.len), key.data,
-						chash_quote_len(dir->name, dir->name_len), dir->name),
-				 errdetail("%s fenced by step %d of migration " INT64_FORMAT ", which moves it from shard %s to shard %s.",
-						   what, step->step, step->migration,
-						   quoted_shard(dir, shard), quoted_shard(dir, step->to_shard)),
-				 errhint("Retry the transaction; writes resume when the step completes.")));
-	}
-	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, shard));
+	dir = fence_admit_write(fcinfo, name, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &route);
+	if (route.step != NULL && route.step->fenced)
+		fence_report_fenced(dir, &route);
+	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, route.owner));
 }

@@ -246,6 +246,9 @@ BEGIN
     END IF;
     UPDATE @extschema@.chash_migration_step s SET state = 'fenced'
      WHERE s.migration = $1 AND s.step = $2;
+    -- The barrier (src/fence.c): wait for the writers admitted before, and
+    -- keep the ones that come now waiting until the fence commits.
+    PERFORM @extschema@.chash_step_fence_barrier(r.directory, r.slot, r.tenant);
 END
 $$;
 

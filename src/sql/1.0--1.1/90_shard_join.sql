@@ -171,6 +171,7 @@ BEGIN
                 USING ERRCODE = '42704', HINT = 'Add it with chash_add_shard() first.';
         END IF;
         INSERT INTO @extschema@.chash_shard_member (directory, shard) VALUES (directory, shard);
+        PERFORM @extschema@.chash_guard_sync(directory);   -- src/sql/1.0--1.1/92_guard.sql
         RETURN;
     END IF;
 
@@ -188,6 +189,7 @@ BEGIN
                                          AND s.subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())));
         END IF;
         INSERT INTO @extschema@.chash_shard_member (directory, shard, subscription) VALUES (directory, shard, sub);
+        PERFORM @extschema@.chash_guard_sync(directory);
         RETURN;
     END IF;
 
@@ -221,6 +223,8 @@ BEGIN
     PERFORM @extschema@.chash_shard_create_slot(directory_conninfo, slot);
     PERFORM @extschema@.chash_shard_create_subscription(slot, directory_conninfo, slot);
     INSERT INTO @extschema@.chash_shard_member (directory, shard, subscription) VALUES (directory, shard, slot);
+    -- The registrations arrive with the initial copy: chash_table_follow
+    -- guards them as they are applied.
 END
 $$;
 COMMENT ON FUNCTION @extschema@.chash_shard_join(text, text, text) IS
@@ -247,6 +251,7 @@ BEGIN
         RAISE EXCEPTION 'this database is not a shard of directory "%"', @extschema@.chash_message_text(directory)
             USING ERRCODE = '42704';
     END IF;
+    PERFORM @extschema@.chash_unguard(directory);
     -- The subscription serves every directory joined from its directory
     -- database: it (and the replica) stay while another one is joined.
     IF sub IS NULL OR EXISTS (SELECT FROM @extschema@.chash_shard_member m WHERE m.subscription = sub) THEN
@@ -287,7 +292,8 @@ SELECT m.directory,
             ELSE pg_catalog.now() - st.last_msg_send_time
        END AS lag,
        t.present_tables,
-       t.missing_tables
+       t.missing_tables,
+       t.guarded_tables
 FROM @extschema@.chash_shard_member m
 LEFT JOIN @extschema@.chash_directory d ON d.name = m.directory
 LEFT JOIN pg_subscription s ON s.subname = m.subscription
@@ -297,8 +303,12 @@ CROSS JOIN LATERAL (
     SELECT coalesce(array_agg(x.table_name ORDER BY x.table_name)
                     FILTER (WHERE to_regclass(x.table_name) IS NOT NULL), '{}') AS present_tables,
            coalesce(array_agg(x.table_name ORDER BY x.table_name)
-                    FILTER (WHERE to_regclass(x.table_name) IS NULL), '{}') AS missing_tables
+                    FILTER (WHERE to_regclass(x.table_name) IS NULL), '{}') AS missing_tables,
+           coalesce(array_agg(x.table_name ORDER BY x.table_name)
+                    FILTER (WHERE EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = to_regclass(x.table_name)
+                                          AND g.tgname = ('chash_guard_' || left(md5(m.directory), 12))::name)),
+                    '{}') AS guarded_tables
     FROM @extschema@.chash_table x WHERE x.directory = m.directory
 ) t;
 COMMENT ON VIEW @extschema@.chash_shard_status IS
-    'per joined directory: shard, subscription, replicated version, initial copy done, lag (time since the directory database last sent), registered tables present and missing here';
+    'per joined directory: shard, subscription, replicated version, initial copy done, lag (time since the directory database last sent), registered tables present and missing here, and those guarded';

@@ -1,0 +1,306 @@
+/*
+ * fence.c - the fence of a migration step as a barrier (docs/migrations.md,
+ * "The fence is a barrier"; docs/shards.md, "The guard"): chash_step_fence's
+ * wait, chash_shard_wait_fence, and what a writer holds
+ *
+ * A writer admitted for a tenant (chash_route_for_write, the guard on a
+ * shard) holds ShareLock on two lock tags until its transaction ends: one
+ * for the tenant's slot, one for the tenant.  It takes them before it
+ * reads the latest committed state, and is admitted only if that state
+ * shows no fence.  A fence sets the step fenced, then takes its tag in
+ * ExclusiveLock and holds it until it commits: it waits for every writer
+ * admitted before, and writers that come in between wait for its commit
+ * and then see the fence.  Writers of other slots and tenants hold other
+ * tags, so the fence does not wait for them.
+ *
+ * The tags are advisory lock tags whose fourth field, which
+ * pg_advisory_lock() sets to 1 or 2, is one of ours (0xC401..0xC403): they
+ * never clash with an application's advisory locks.  pg_locks shows them
+ * as locktype "advisory" with objsubid 50177 (slot), 50178 (tenant) or
+ * 50179 (directory).  The directory is a 64-bit hash of its name, the
+ * tenant a 64-bit hash of directory and tenant: two tags coincide only by
+ * a hash collision, which makes a fence wait for a writer it need not.
+ *
+ * A transaction writing many tenants would fill the lock table (a few
+ * thousand entries in all): after WRITER_TAGS_MAX tags it takes one
+ * ShareLock on the directory's tag instead, and every fence also takes
+ * that tag in RowExclusiveLock (which does not conflict with other fences).
+ */
+#include "chash.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "directory_catalog.h"
+#include "fence.h"
+
+PG_FUNCTION_INFO_V1(chash_step_fence_barrier);
+PG_FUNCTION_INFO_V1(chash_shard_wait_fence);
+
+#define LOCKTAG_FIELD_SLOT		0xC401
+#define LOCKTAG_FIELD_TENANT	0xC402
+#define LOCKTAG_FIELD_DIRECTORY	0xC403
+
+/* Tags per transaction before a writer takes the directory's tag. */
+#define WRITER_TAGS_MAX 64
+
+/* How often chash_shard_wait_fence looks for the replicated fence. */
+#define WAIT_FENCE_POLL_MS 10
+
+static LocalTransactionId tags_lxid = InvalidLocalTransactionId;
+static int	tags_taken = 0;
+
+static uint64
+directory_hash(const char *name, size_t len)
+{
+	return xxh64_hash(name, len, UINT64CONST(0x6368617368));
+}
+
+static void
+slot_tag(LOCKTAG *tag, const char *dir, size_t dir_len, int32 slot)
+{
+	uint64		h = directory_hash(dir, dir_len);
+
+	/* the slot itself in field 3: slots of one directory never collide */
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h ^ (h >> 32)), (uint32) slot,
+						 LOCKTAG_FIELD_SLOT);
+}
+
+static void
+tenant_tag(LOCKTAG *tag, const char *dir, size_t dir_len, const char *tenant, size_t len)
+{
+	uint64		h = xxh64_hash(tenant, len, directory_hash(dir, dir_len));
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 LOCKTAG_FIELD_TENANT);
+}
+
+static void
+directory_tag(LOCKTAG *tag, const char *dir, size_t dir_len)
+{
+	uint64		h = directory_hash(dir, dir_len);
+
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 LOCKTAG_FIELD_DIRECTORY);
+}
+
+/* The writer's tags: slot and tenant, or the directory's once there are many. */
+static void
+lock_writer_tags(const char *dir, size_t dir_len, int32 slot, const char *tenant, size_t len)
+{
+	LOCKTAG		tag;
+
+	if (tags_lxid != MyProc->lxid)
+	{
+		tags_lxid = MyProc->lxid;
+		tags_taken = 0;
+	}
+	if (tags_taken >= WRITER_TAGS_MAX)
+	{
+		/* asked every time: a rolled-back subtransaction may have released it */
+		directory_tag(&tag, dir, dir_len);
+		(void) LockAcquire(&tag, ShareLock, false, false);
+		return;
+	}
+	slot_tag(&tag, dir, dir_len, slot);
+	if (LockAcquire(&tag, ShareLock, false, false) == LOCKACQUIRE_OK)
+		tags_taken++;
+	tenant_tag(&tag, dir, dir_len, tenant, len);
+	if (LockAcquire(&tag, ShareLock, false, false) == LOCKACQUIRE_OK)
+		tags_taken++;
+}
+
+RouteDirectory *
+fence_latest_directory(FunctionCallInfo fcinfo, text *name)
+{
+	RouteDirectory *dir;
+
+	PushActiveSnapshot(GetLatestSnapshot());
+	dir = directory_for_call(fcinfo, name);
+	PopActiveSnapshot();
+	return dir;
+}
+
+RouteDirectory *
+fence_admit_write(FunctionCallInfo fcinfo, text *name, const char *tenant, size_t len,
+				  TenantRoute *route)
+{
+	RouteDirectory *dir;
+
+	/* the slot is fixed at creation: any state gives it */
+	dir = fence_latest_directory(fcinfo, name);
+	route_tenant(dir, tenant, len, route);
+	lock_writer_tags(dir->name, dir->name_len, route->slot, route->tenant, route->tenant_len);
+	/* a fence committed while we waited for its tag is in this state */
+	dir = fence_latest_directory(fcinfo, name);
+	route_tenant(dir, tenant, len, route);
+	return dir;
+}
+
+void
+fence_report_fenced(RouteDirectory *dir, TenantRoute *route)
+{
+	RouteStep  *step = route->step;
+	/* A slot step fences every tenant routed by the slot; a tenant step only its tenant. */
+	char	   *what = step->slot >= 0 ? psprintf("Slot %d is", route->slot) : pstrdup("The tenant is");
+
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("tenant \"%.*s\" of directory \"%.*s\" is being moved",
+					chash_quote_len(route->tenant, route->tenant_len), route->tenant,
+					chash_quote_len(dir->name, dir->name_len), dir->name),
+			 errdetail("%s fenced by step %d of migration " INT64_FORMAT ", which moves it from shard %s to shard %s.",
+					   what, step->step, step->migration,
+					   route_quoted_shard(dir, route->owner), route_quoted_shard(dir, step->to_shard)),
+			 errhint("Retry the transaction; writes resume when the step completes.")));
+}
+
+/*
+ * chash_step_fence_barrier(directory text, slot int, tenant text): called
+ * by chash_step_fence after it set the step fenced.  Waits for the writers
+ * admitted for the step's slot (a slot step) or tenant (a tenant step) and
+ * keeps later ones waiting until this transaction ends.
+ */
+Datum
+chash_step_fence_barrier(PG_FUNCTION_ARGS)
+{
+	text	   *dir;
+	const DirectoryCatalog *catalog;
+	LOCKTAG		tag;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("directory must not be null")));
+	if (PG_ARGISNULL(1) == PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a fence is of a slot or of a tenant"),
+				 errdetail("Give exactly one of slot and tenant.")));
+	dir = PG_GETARG_TEXT_PP(0);
+	/* only who may fence may hold writers up */
+	catalog = directory_catalog_open();
+	if (pg_class_aclcheck(catalog->tables[T_STEP], GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, directory_table_names[T_STEP]);
+
+	if (!PG_ARGISNULL(1))
+		slot_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir), PG_GETARG_INT32(1));
+	else
+	{
+		text	   *tenant = PG_GETARG_TEXT_PP(2);
+
+		tenant_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir),
+				   VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
+	}
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	directory_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir));
+	(void) LockAcquire(&tag, RowExclusiveLock, false, false);
+	PG_RETURN_VOID();
+}
+
+/*
+ * chash_shard_wait_fence(directory text, migration bigint, step int), on
+ * the step's source shard: waits until the replica here shows the step
+ * fenced (or done), then for every transaction the guard admitted for its
+ * slot or tenant before that.  Writers that come later read the fenced
+ * state and are refused, so new ones need not be held up.
+ */
+Datum
+chash_shard_wait_fence(PG_FUNCTION_ARGS)
+{
+	text	   *dir;
+	int64		migration;
+	int32		step;
+	int			level;
+	SPIPlanPtr	plan;
+	Oid			types[3] = {INT8OID, INT4OID, TEXTOID};
+	Datum		values[3];
+	bool		isnull;
+	bool		is_slot = false;
+	int32		slot = 0;
+	text	   *tenant = NULL;
+	LOCKTAG		tag;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null",
+						PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "step")));
+	dir = PG_GETARG_TEXT_PP(0);
+	migration = PG_GETARG_INT64(1);
+	step = PG_GETARG_INT32(2);
+
+	level = chash_pin_search_path();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	plan = SPI_prepare(psprintf("SELECT s.state, s.slot, s.tenant "
+								"FROM %1$s.chash_migration_step s JOIN %1$s.chash_migration m ON m.id = s.migration "
+								"WHERE s.migration = $1 AND s.step = $2 AND m.directory = $3",
+								directory_schema_quoted()), 3, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	values[0] = Int64GetDatum(migration);
+	values[1] = Int32GetDatum(step);
+	values[2] = PointerGetDatum(dir);
+	for (;;)
+	{
+		char	   *state = NULL;
+
+		/* the latest state applied here, not this transaction's snapshot */
+		if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
+								 true, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read step %d of migration " INT64_FORMAT, step, migration);
+		if (SPI_processed == 1)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[0];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+
+			state = SPI_getvalue(tuple, desc, 1);
+			slot = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+			is_slot = !isnull;
+			if (!is_slot)
+			{
+				MemoryContext spi = MemoryContextSwitchTo(outer);
+
+				tenant = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 3, &isnull));
+				MemoryContextSwitchTo(spi);
+			}
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (state != NULL && (strcmp(state, "fenced") == 0 || strcmp(state, "done") == 0))
+			break;
+		if (state != NULL && strcmp(state, "cancelled") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("step %d of migration " INT64_FORMAT " was cancelled", step, migration)));
+		/* not replicated yet, or not fenced yet: wait for the apply */
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 WAIT_FENCE_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_finish();
+	AtEOXact_GUC(true, level);
+
+	if (is_slot)
+		slot_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir), slot);
+	else
+		tenant_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir),
+				   VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
+	WaitForLockers(tag, ExclusiveLock, false);
+	directory_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir));
+	WaitForLockers(tag, RowExclusiveLock, false);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,34 @@
+/*
+ * fence.h - the fence as a barrier (docs/migrations.md, "The fence is a
+ * barrier"): the lock tags writers hold and fences wait for
+ */
+#ifndef CHASH_FENCE_H
+#define CHASH_FENCE_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "directory_cache.h"
+#include "route.h"
+
+/*
+ * The directory as the latest committed state has it (not the calling
+ * statement's snapshot), through fcinfo's routing cache.
+ */
+extern RouteDirectory *fence_latest_directory(FunctionCallInfo fcinfo, text *name);
+
+/*
+ * Admits a write of a tenant: takes the writer's tags for its slot and
+ * tenant (held until the transaction ends), then routes it by the latest
+ * committed state, which the caller checks.  Any fence that state does not
+ * show waits for this transaction.
+ */
+extern RouteDirectory *fence_admit_write(FunctionCallInfo fcinfo, text *name,
+										 const char *tenant, size_t len,
+										 TenantRoute *route);
+
+/* 40001: the tenant's step is fenced. */
+extern void fence_report_fenced(RouteDirectory *dir, TenantRoute *route) pg_attribute_noreturn();
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * guard_statement.c - the guard's check of a statement before it runs
+ * (docs/shards.md, "Statements that name a tenant")
+ *
+ * A row trigger never fires for a statement that matches no row, so a
+ * stale client's UPDATE, DELETE or SELECT of a tenant that has left this
+ * shard would succeed with nothing done.  In ExecutorStart, every guarded
+ * table the plan scans (found through its relcache entry's triggers: the
+ * relcache follows CREATE and DROP TRIGGER) has its scan quals searched
+ * for "tenant column = constant or parameter", AND-ed with anything, as
+ * Citus's fast-path router looks for the distribution column; parameters
+ * are read from the execution's values, so a generic plan is checked per
+ * EXECUTE.  With chash.tenant set, that tenant is checked for every
+ * statement on a guarded table.  Statements that fix no tenant pass.
+ */
+#include "chash.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "shard_guard.h"
+
+static ExecutorStart_hook_type previous_executor_start = NULL;
+
+/* A guarded table of the statement, and what the search found. */
+typedef struct GuardedScan
+{
+	Index		rti;
+	AttrNumber	attnum;
+	GuardAccess access;
+	GuardTarget target;
+	ParamListInfo params;
+	/* set while searching an index-only scan: index column -> table column */
+	int			index_ncols;
+	AttrNumber *index_keys;
+} GuardedScan;
+
+static Node *
+strip_relabel(Node *node)
+{
+	while (node != NULL && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node;
+}
+
+static bool
+is_tenant_column(GuardedScan *scan, Node *node)
+{
+	Var		   *var;
+
+	node = strip_relabel(node);
+	if (node == NULL || !IsA(node, Var))
+		return false;
+	var = (Var *) node;
+	if (var->varno == (int) scan->rti)
+		return var->varattno == scan->attnum;
+	if (var->varno == INDEX_VAR && scan->index_keys != NULL &&
+		var->varattno >= 1 && var->varattno <= scan->index_ncols)
+		return scan->index_keys[var->varattno - 1] == scan->attnum;
+	return false;
+}
+
+/* The tenant a constant or an external parameter holds, or NULL. */
+static char *
+value_text(GuardedScan *scan, Node *node)
+{
+	Oid			type;
+	Datum		value;
+	Oid			output;
+	bool		varlena;
+
+	node = strip_relabel(node);
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Const))
+	{
+		Const	   *c = (Const *) node;
+
+		if (c->constisnull)
+			return NULL;
+		type = c->consttype;
+		value = c->constvalue;
+	}
+	else if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN &&
+			 scan->params != NULL)
+	{
+		Param	   *p = (Param *) node;
+		ParamExternData workspace;
+		ParamExternData *prm;
+
+		if (p->paramid < 1 || p->paramid > scan->params->numParams)
+			return NULL;
+		if (scan->params->paramFetch != NULL)
+			prm = scan->params->paramFetch(scan->params, p->paramid, false, &workspace);
+		else
+			prm = &scan->params->params[p->paramid - 1];
+		if (prm == NULL || prm->isnull || !OidIsValid(prm->ptype))
+			return NULL;
+		type = prm->ptype;
+		value = prm->value;
+	}
+	else
+		return NULL;
+	getTypeOutputInfo(type, &output, &varlena);
+	return OidOutputFunctionCall(output, value);
+}
+
+/* Checks every "tenant = value" among the ANDed quals. */
+static void
+search_quals(GuardedScan *scan, List *quals)
+{
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		Node	   *qual = lfirst(lc);
+
+		if (IsA(qual, BoolExpr) && ((BoolExpr *) qual)->boolop == AND_EXPR)
+			search_quals(scan, ((BoolExpr *) qual)->args);
+		else if (IsA(qual, OpExpr) && list_length(((OpExpr *) qual)->args) == 2)
+		{
+			OpExpr	   *op = (OpExpr *) qual;
+			Node	   *left = linitial(op->args);
+			Node	   *right = lsecond(op->args);
+			char	   *name;
+			char	   *tenant = NULL;
+
+			if (is_tenant_column(scan, left))
+				tenant = value_text(scan, right);
+			else if (is_tenant_column(scan, right))
+				tenant = value_text(scan, left);
+			if (tenant == NULL)
+				continue;
+			name = get_opname(op->opno);
+			if (name != NULL && strcmp(name, "=") == 0)
+				guard_check_tenant(&scan->target, tenant, strlen(tenant), scan->access);
+		}
+	}
+}
+
+static void
+search_index_only(GuardedScan *scan, IndexOnlyScan *ios)
+{
+	HeapTuple	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(ios->indexid));
+	Form_pg_index index;
+
+	if (!HeapTupleIsValid(tuple))
+		return;
+	index = (Form_pg_index) GETSTRUCT(tuple);
+	scan->index_ncols = index->indnatts;
+	scan->index_keys = palloc(sizeof(AttrNumber) * index->indnatts);
+	for (int i = 0; i < index->indnatts; i++)
+		scan->index_keys[i] = index->indkey.values[i];
+	ReleaseSysCache(tuple);
+	search_quals(scan, ios->indexqual);
+	pfree(scan->index_keys);
+	scan->index_keys = NULL;
+}
+
+static void search_plan(GuardedScan *scan, Plan *plan);
+
+static void
+search_plans(GuardedScan *scan, List *plans)
+{
+	ListCell   *lc;
+
+	foreach(lc, plans)
+		search_plan(scan, lfirst(lc));
+}
+
+static void
+search_plan(GuardedScan *scan, Plan *plan)
+{
+	if (plan == NULL)
+		return;
+	check_stack_depth();
+	switch (nodeTag(plan))
+	{
+		case T_SeqScan:
+		case T_SampleScan:
+		case T_TidScan:
+		case T_TidRangeScan:
+			if (((Scan *) plan)->scanrelid == scan->rti)
+				search_quals(scan, plan->qual);
+			break;
+		case T_IndexScan:
+			if (((Scan *) plan)->scanrelid == scan->rti)
+			{
+				search_quals(scan, ((IndexScan *) plan)->indexqualorig);
+				search_quals(scan, plan->qual);
+			}
+			break;
+		case T_IndexOnlyScan:
+			if (((Scan *) plan)->scanrelid == scan->rti)
+			{
+				search_index_only(scan, (IndexOnlyScan *) plan);
+				search_quals(scan, plan->qual);
+			}
+			break;
+		case T_BitmapHeapScan:
+			if (((Scan *) plan)->scanrelid == scan->rti)
+			{
+				search_quals(scan, ((BitmapHeapScan *) plan)->bitmapqualorig);
+				search_quals(scan, plan->qual);
+			}
+			break;
+		case T_Append:
+			search_plans(scan, ((Append *) plan)->appendplans);
+			break;
+		case T_MergeAppend:
+			search_plans(scan, ((MergeAppend *) plan)->mergeplans);
+			break;
+		case T_SubqueryScan:
+			search_plan(scan, ((SubqueryScan *) plan)->subplan);
+			break;
+		case T_CustomScan:
+			search_plans(scan, ((CustomScan *) plan)->custom_plans);
+			break;
+		default:
+			break;
+	}
+	search_plan(scan, plan->lefttree);
+	search_plan(scan, plan->righttree);
+}
+
+/* The guard trigger of a relation, if it has one (the relcache knows). */
+static bool
+guard_of(Oid relid, GuardedScan *scan)
+{
+	Relation	rel = RelationIdGetRelation(relid);
+	bool		found = false;
+
+	if (rel == NULL)
+		return false;
+	if (rel->trigdesc != NULL)
+	{
+		for (int i = 0; i < rel->trigdesc->numtriggers && !found; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (t->tgnargs == 3 && TRIGGER_FOR_ROW(t->tgtype) &&
+				strncmp(t->tgname, GUARD_TRIGGER_PREFIX, strlen(GUARD_TRIGGER_PREFIX)) == 0 &&
+				t->tgenabled != TRIGGER_DISABLED)
+			{
+				scan->attnum = get_attnum(relid, t->tgargs[1]);
+				scan->target.directory = cstring_to_text(t->tgargs[0]);
+				scan->target.shard = pstrdup(t->tgargs[2]);
+				scan->target.shard_len = strlen(scan->target.shard);
+				scan->target.me_load = 0;
+				found = scan->attnum != InvalidAttrNumber;
+			}
+		}
+	}
+	RelationClose(rel);
+	return found;
+}
+
+static void
+check_statement(QueryDesc *query)
+{
+	PlannedStmt *stmt = query->plannedstmt;
+	ListCell   *lc;
+	Index		rti = 0;
+	bool		writes = stmt->commandType == CMD_UPDATE || stmt->commandType == CMD_DELETE;
+	bool		tenant_declared = chash_session_tenant != NULL && chash_session_tenant[0] != '\0';
+
+	foreach(lc, stmt->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		GuardedScan scan;
+
+		rti++;
+		if (rte->rtekind != RTE_RELATION ||
+			(rte->relkind != RELKIND_RELATION && rte->relkind != RELKIND_PARTITIONED_TABLE))
+			continue;
+		/* rows inserted are the row trigger's; nothing to search here */
+		if (stmt->commandType == CMD_INSERT && !tenant_declared &&
+			list_member_int(stmt->resultRelations, (int) rti))
+			continue;
+		memset(&scan, 0, sizeof(scan));
+		if (!guard_of(rte->relid, &scan))
+			continue;
+		/* the mover reads and writes past the guard */
+		if (chash_bypass_guard && guard_bypassed())
+			return;
+		scan.rti = rti;
+		scan.params = query->params;
+		scan.access = writes && list_member_int(stmt->resultRelations, (int) rti) ?
+			GUARD_WRITE_STATEMENT : GUARD_READ;
+		if (tenant_declared)
+			guard_check_tenant(&scan.target, chash_session_tenant, strlen(chash_session_tenant),
+							   scan.access);
+		search_plan(&scan, stmt->planTree);
+		search_plans(&scan, stmt->subplans);
+	}
+}
+
+static void
+guard_executor_start(QueryDesc *query, int eflags)
+{
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && query->plannedstmt->commandType != CMD_UTILITY)
+		check_statement(query);
+	if (previous_executor_start != NULL)
+		previous_executor_start(query, eflags);
+	else
+		standard_ExecutorStart(query, eflags);
+}
+
+void
+guard_statement_init(void)
+{
+	previous_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = guard_executor_start;
+}

@@ -1,0 +1,58 @@
+/*
+ * shard_guard.h - the guard on a shard's tenant tables (docs/shards.md,
+ * "The guard"): what the row trigger (shard_guard.c) and the statement
+ * check (guard_statement.c) share
+ */
+#ifndef CHASH_SHARD_GUARD_H
+#define CHASH_SHARD_GUARD_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+
+/* chash's own SQLSTATE: the tenant is not on this shard (route again). */
+#define ERRCODE_CHASH_WRONG_SHARD MAKE_SQLSTATE('S','H','0','0','1')
+
+/* The guard trigger's arguments: directory, tenant column, this shard. */
+typedef struct GuardTarget
+{
+	text	   *directory;
+	char	   *shard;
+	int			shard_len;
+	uint64		me_load;		/* the directory load me was found in */
+	int32		me;				/* this shard's index there, -1: none */
+} GuardTarget;
+
+typedef enum GuardAccess
+{
+	GUARD_WRITE,				/* a row written: admit it (lock tags) */
+	GUARD_WRITE_STATEMENT,		/* an UPDATE/DELETE about to run */
+	GUARD_READ					/* a SELECT about to run */
+} GuardAccess;
+
+/* GUCs (chash.c defines them). */
+extern bool chash_bypass_guard;
+extern char *chash_session_tenant;
+
+extern void shard_guard_init(void);
+
+/*
+ * Whether this session bypasses the guard: chash.bypass_guard on, for a
+ * superuser or a member of chash_mover (42501 for anybody else).
+ */
+extern bool guard_bypassed(void);
+
+/*
+ * Checks a tenant against the latest directory state applied here:
+ * SH001 when it belongs elsewhere (or is being copied here), 40001 when
+ * its step is fenced (reads of the source excepted).
+ */
+extern void guard_check_tenant(GuardTarget *target, const char *tenant, size_t len,
+							   GuardAccess access);
+
+/* The guard's trigger name prefix; guard_statement.c finds guards by it. */
+#define GUARD_TRIGGER_PREFIX "chash_guard_"
+
+extern void guard_statement_init(void);
+
+#endif
