@@ -378,6 +378,27 @@ done:
 	return rows;
 }
 
+/*
+ * DELETE of a step's rows there, never of a row whose tenant routes to that
+ * shard by its replica: a last guard against deleting rows it owns.
+ */
+static char *
+delete_sql(Server *server, const TableInfo *table, const StepTarget *target)
+{
+	char	   *pred = step_predicate(server, table, target);
+	char	   *column = escape_identifier(server->conn, table->tenant_column);
+	char	   *directory = escape_literal(server->conn, migration.directory);
+	char	   *self = escape_literal(server->conn, server->name);
+	char	   *sql = format_text("DELETE FROM %s WHERE %s AND %s.chash_route(%s, (%s)::text) IS DISTINCT FROM %s",
+								  table->table_name, pred, server->schema, directory, column, self);
+
+	free(pred);
+	free(column);
+	free(directory);
+	free(self);
+	return sql;
+}
+
 /* Deletes the step's rows of every table in one transaction there. */
 static long long
 delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *target)
@@ -388,10 +409,8 @@ delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *ta
 		return -1;
 	for (int i = 0; i < ntables; i++)
 	{
-		char	   *pred = step_predicate(server, &tables[i], target);
-		PGresult   *res = query(server, format_text("DELETE FROM %s WHERE %s", tables[i].table_name, pred), 0, NULL);
+		PGresult   *res = query(server, delete_sql(server, &tables[i], target), 0, NULL);
 
-		free(pred);
 		if (res == NULL)
 		{
 			rollback(server);
@@ -406,10 +425,50 @@ delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *ta
 }
 
 /*
- * Steps 2 and 3.  VERDICT_SAME: the rows are on the target, committed.
+ * Opens a transaction on the directory database holding the step's lease
+ * row locked, if this process still holds the lease and the step is in one
+ * of the states.  A shard's commit made while it is held cannot race a
+ * takeover or a completion by another mover (both need that row).
+ */
+static bool
+lease_lock(Server *dir, int step, const char *states)
+{
+	char	   *id = format_text("%lld", migration.id);
+	char	   *stepno = format_text("%d", step);
+	const char *params[4] = {id, stepno, migration.holder, states};
+	PGresult   *res;
+	bool		ok;
+
+	if (!server_open(dir) || !command(dir, "BEGIN"))
+		return false;
+	res = query(dir, format_text("SELECT %1$s.chash_step_lease_check($1, $2::int, $3) IS NOT NULL "
+								 "   AND s.state = ANY ($4::text[]) "
+								 "  FROM %1$s.chash_migration_step s WHERE s.migration = $1 AND s.step = $2::int",
+								 dir->schema), 4, params);
+	ok = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	free(id);
+	free(stepno);
+	if (!ok)
+		rollback(dir);
+	return ok;
+}
+
+static bool
+lease_unlock(Server *dir, bool commit)
+{
+	if (commit)
+		return command(dir, "COMMIT");
+	rollback(dir);
+	return false;
+}
+
+/*
+ * Steps 2 and 3.  VERDICT_SAME: the rows are on the target, committed, and
+ * the progress recorded.
  */
 static Verdict
-copy_step(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
 		  int step, long long *rows, long long *bytes)
 {
 	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
@@ -431,11 +490,9 @@ copy_step(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTa
 		goto out;
 	for (int i = 0; i < ntables; i++)
 	{
-		char	   *pred = step_predicate(tgt, &tables[i], target);
-		PGresult   *res = query(tgt, format_text("DELETE FROM %s WHERE %s", tables[i].table_name, pred), 0, NULL);
+		PGresult   *res = query(tgt, delete_sql(tgt, &tables[i], target), 0, NULL);
 		long long	n;
 
-		free(pred);
 		if (res == NULL)
 			goto out;
 		if (atoll(PQcmdTuples(res)) > 0 && options.verbose)
@@ -449,8 +506,22 @@ copy_step(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTa
 		counters_add(n, 0);
 	}
 	v = verify(src, tgt, tables, names, ntables, target, step);
-	if (v == VERDICT_SAME && !command(tgt, "COMMIT"))
-		v = VERDICT_ERROR;
+	if (v == VERDICT_SAME)
+	{
+		/* commit the copy only while the step is still ours */
+		if (!lease_lock(dir, step, "{fenced}"))
+			v = VERDICT_ERROR;
+		else if (!command(tgt, "COMMIT"))
+		{
+			lease_unlock(dir, false);
+			v = VERDICT_ERROR;
+		}
+		else if (!lease_record_copied(dir, step, *rows, *bytes) || !lease_unlock(dir, true))
+		{
+			rollback(dir);
+			v = VERDICT_ERROR;	/* a takeover copies again */
+		}
+	}
 out:
 	rollback(tgt);
 	rollback(src);
@@ -499,10 +570,12 @@ crash_point(const char *point)
 static void
 give_back(Server *dir, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step)
 {
+	if (!lease_lock(dir, step, "{copying,fenced}"))
+		return;					/* not ours any more, or done */
 	if (tgt != NULL && tgt->conn != NULL && server_open(tgt))
 		delete_rows(tgt, tables, ntables, target);
-	if (server_open(dir))
-		lease_call(dir, "release", step, NULL);
+	if (!lease_call(dir, "release", step, NULL) || !lease_unlock(dir, true))
+		rollback(dir);
 }
 
 StepOutcome
@@ -535,8 +608,14 @@ move_step(Server *dir, ClaimedStep *cs)
 	if (strcmp(cs->state, "cancelled") == 0)
 	{
 		/* cancelled while a mover held it: take its copy off the target */
-		if (delete_rows(tgt, tables, ntables, &target) < 0 || !lease_call(dir, "finish", cs->step, NULL))
+		if (!lease_lock(dir, cs->step, "{cancelled}"))
 			goto retry;
+		if (delete_rows(tgt, tables, ntables, &target) < 0 || !lease_call(dir, "finish", cs->step, NULL)
+			|| !lease_unlock(dir, true))
+		{
+			rollback(dir);
+			goto retry;
+		}
 		outcome = STEP_MOVED;
 		goto out;
 	}
@@ -587,7 +666,7 @@ move_step(Server *dir, ClaimedStep *cs)
 		t_copy0 = now_seconds();
 		if (strcmp(progress, "fenced") == 0)
 		{
-			Verdict		v = copy_step(src, tgt, tables, ntables, &target, cs->step, &rows, &bytes);
+			Verdict		v = copy_step(dir, src, tgt, tables, ntables, &target, cs->step, &rows, &bytes);
 
 			if (v == VERDICT_DIFFERENT)
 			{
@@ -598,8 +677,6 @@ move_step(Server *dir, ClaimedStep *cs)
 			if (v != VERDICT_SAME)
 				goto give_back;
 			t_copy = now_seconds();
-			if (!lease_record_copied(dir, cs->step, rows, bytes))
-				goto give_back;
 			crash_point("copied");
 		}
 		else
@@ -629,10 +706,14 @@ move_step(Server *dir, ClaimedStep *cs)
 	/* the moved rows off the source, once it routes them to the target */
 	if (!wait_replica(src, cs->step, "{done}", "completion"))
 		goto retry;
-	if (delete_rows(src, tables, ntables, &target) < 0)
+	if (!lease_lock(dir, cs->step, "{done}"))
 		goto retry;
-	if (!lease_call(dir, "finish", cs->step, NULL))
+	if (delete_rows(src, tables, ntables, &target) < 0 || !lease_call(dir, "finish", cs->step, NULL)
+		|| !lease_unlock(dir, true))
+	{
+		rollback(dir);
 		goto retry;
+	}
 	pthread_mutex_lock(&counters_lock);
 	counters.steps++;
 	pthread_mutex_unlock(&counters_lock);
