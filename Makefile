@@ -41,6 +41,25 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# chash_move, the mover (mover/): a libpq program, built and installed
+# (into PostgreSQL's bindir) with the extension.  PGXS builds one of
+# MODULE_big and PROGRAM per Makefile, so it has a Makefile of its own.
+all: mover-all
+install: mover-install
+uninstall: mover-uninstall
+clean: mover-clean
+
+mover-all:
+	$(MAKE) -C mover PG_CONFIG=$(PG_CONFIG)
+mover-install: mover-all
+	$(MAKE) -C mover PG_CONFIG=$(PG_CONFIG) install
+mover-uninstall:
+	$(MAKE) -C mover PG_CONFIG=$(PG_CONFIG) uninstall
+mover-clean:
+	$(MAKE) -C mover PG_CONFIG=$(PG_CONFIG) clean
+
+.PHONY: mover-all mover-install mover-uninstall mover-clean
+
 # The core's functions are the extension's own: hidden, so the glue calls
 # them directly instead of through the shared library's PLT (measurable on
 # the per-row paths).

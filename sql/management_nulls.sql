@@ -65,6 +65,8 @@ WITH fn AS (
                WHEN 'tenant_column' THEN quote_literal('tenant')
                WHEN 'names' THEN quote_literal('{a}')
                WHEN 'nulls' THEN quote_literal('{false}')
+               WHEN 'lease' THEN quote_literal('1 second')
+               WHEN 'steps' THEN quote_literal('{1}')
                ELSE CASE type WHEN 'text' THEN quote_literal('x') WHEN 'text[]' THEN quote_literal('{x}')
                               ELSE '1' END
            END || '::' || type AS value

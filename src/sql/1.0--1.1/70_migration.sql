@@ -1,14 +1,15 @@
 -- ---------------------------------------------------------------------------
 -- Migrations: functions, 1.1 (docs/migrations.md)
 --
--- As in 1.0, with two changes:
+-- As in 1.0, with these changes:
 -- - a NULL required argument is 22004 naming it (1.0's STRICT functions
 --   returned NULL and did nothing), checked before anything else;
 -- - a new migration goes in through chash_migration_insert, which turns
 --   the unique index "one running migration per directory"
 --   (71_migration_integrity.sql) into 55006 should a direct INSERT with
 --   triggers off race the check made under the directory lock (with
---   triggers on, its version bump waits for that lock).
+--   triggers on, its version bump waits for that lock);
+-- - chash_step_release drops the step's lease (95_mover.sql).
 -- The lock order is the one of docs/directory.md: the directory row, the
 -- migration, its steps (in step order), shard rows, slots and overrides.
 -- ---------------------------------------------------------------------------
@@ -345,6 +346,9 @@ BEGIN
     UPDATE @extschema@.chash_migration_step s
        SET state = 'pending', claimed_by = NULL, started_at = NULL
      WHERE s.migration = $1 AND s.step = $2;
+    -- A mover holding the step loses it (its next call says so); the rows
+    -- it may have left on the target are deleted by the next claim's copy.
+    DELETE FROM @extschema@.chash_step_lease l WHERE l.migration = $1 AND l.step = $2;
 END
 $$;
 

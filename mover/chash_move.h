@@ -1,0 +1,154 @@
+/*
+ * chash_move: carries out a running chash migration between servers
+ * (README.md, "chash_move").  Shared declarations of its files, one
+ * concept each: options, connections, registered tables, the step
+ * pipeline, leases, the progress line and messages.
+ */
+#ifndef CHASH_MOVE_H
+#define CHASH_MOVE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include <libpq-fe.h>
+
+#define PROGNAME "chash_move"
+
+/* ---- options.c ---- */
+typedef struct MoveOptions
+{
+	long long	migration;		/* 0: not given */
+	const char *directory;		/* NULL: not given */
+	int			jobs;
+	long long	max_steps;		/* -1: no limit */
+	int			lease_seconds;
+	bool		verbose;
+	const char *conninfo;		/* the directory database */
+} MoveOptions;
+
+extern MoveOptions options;
+extern void parse_options(int argc, char **argv);
+
+/* ---- report.c: messages in the style of PostgreSQL's client programs ---- */
+extern void report(const char *level, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern void report_result(const char *level, const char *what, const PGresult *res, const PGconn *conn);
+extern pthread_mutex_t output_lock;
+
+/* ---- connection.c ---- */
+typedef struct Server
+{
+	char	   *name;			/* the shard's name, or "directory" */
+	char	   *conninfo;
+	PGconn	   *conn;
+	char	   *schema;			/* chash's schema there, quoted */
+	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
+	bool		has_guard;		/* chash.bypass_guard exists there */
+} Server;
+
+extern PGconn *connect_to(const char *conninfo, const char *what);
+extern bool server_open(Server *server);
+extern void server_close(Server *server);
+extern PGresult *query(Server *server, const char *sql, int nparams, const char *const *params);
+extern bool command(Server *server, const char *sql);
+extern char *conninfo_of_server(const char *server);
+extern char *escape_literal(PGconn *conn, const char *s);
+extern char *escape_identifier(PGconn *conn, const char *s);
+extern char *format_text(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the migration being moved (main.c) ---- */
+typedef struct Migration
+{
+	long long	id;
+	char	   *directory;
+	int			slot_count;
+	char	   *slot_method;
+	char	   *key_type;
+	char		holder[160];	/* this process's name on its leases */
+} Migration;
+
+extern Migration migration;
+extern volatile sig_atomic_t stop_requested;
+extern volatile bool failed;	/* a step failed: every job stops */
+extern volatile bool config_error;	/* a shard cannot be used as configured */
+
+/* ---- tables.c: registered tables and the rows of a step ---- */
+typedef struct StepTarget
+{
+	int			slot;			/* -1 for a tenant step */
+	const char *tenant;
+} StepTarget;
+
+typedef struct TableInfo
+{
+	char	   *table_name;		/* stored quoted: schema.table */
+	char	   *tenant_column;
+} TableInfo;
+
+extern int	registered_tables(Server *dir, TableInfo **tables);
+extern char *step_predicate(Server *server, const TableInfo *table, const StepTarget *target);
+extern char *table_columns(Server *server, const TableInfo *table);
+extern void check_slot_index(Server *server, const TableInfo *table);
+
+/* ---- lease.c ---- */
+typedef struct ClaimedStep
+{
+	int			step;
+	int			slot;			/* -1: a tenant step */
+	char	   *tenant;
+	char	   *from_shard;
+	char	   *to_shard;
+	char	   *state;
+	char	   *progress;
+} ClaimedStep;
+
+typedef enum ClaimResult
+{
+	CLAIM_GOT,
+	CLAIM_WAIT,					/* steps in flight held by live leases */
+	CLAIM_DONE,					/* nothing left */
+	CLAIM_STUCK,				/* in flight without a lease */
+	CLAIM_ERROR
+} ClaimResult;
+
+extern ClaimResult lease_claim(Server *dir, ClaimedStep *step);
+extern bool lease_call(Server *dir, const char *function, int step, const char *extra);
+extern bool lease_record_copied(Server *dir, int step, long long rows, long long bytes);
+extern void *lease_keeper(void *arg);
+extern void lease_hold(int step);
+extern void lease_unhold(int step);
+extern void claimed_step_free(ClaimedStep *step);
+
+/* ---- step.c ---- */
+typedef enum StepOutcome
+{
+	STEP_MOVED,					/* finished (moved, or cleaned up after a cancel) */
+	STEP_RETRY,					/* an error: given back, or left to its lease */
+	STEP_STOPPED,				/* Ctrl-C: given back, or left to its lease */
+	STEP_FAILED					/* verification failed: released */
+} StepOutcome;
+
+extern StepOutcome move_step(Server *dir, ClaimedStep *step);
+
+/* ---- progress.c ---- */
+typedef struct Counters
+{
+	long long	steps;			/* moved by this process */
+	long long	rows;
+	long long	bytes;
+	long long	done;			/* of the migration, from the directory */
+	long long	total;
+	const char *unit;			/* "slots", "tenants", "steps" */
+} Counters;
+
+extern Counters counters;
+extern pthread_mutex_t counters_lock;
+extern void progress_start(void);
+extern void progress_draw(bool final);
+extern void progress_clear(void);
+extern bool progress_on;
+extern void counters_add(long long rows, long long bytes);
+extern double now_seconds(void);
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * chash_move: finds the migration, starts the lease keeper and the jobs,
+ * and turns how they ended into the exit status.  Each job has its own
+ * connections (the directory database, and each shard it meets) and
+ * loops: claim a step (or take one over), move it, until nothing is left.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chash_move.h"
+
+Migration	migration;
+volatile sig_atomic_t stop_requested = 0;
+volatile bool failed = false;
+volatile bool config_error = false;
+
+static pthread_mutex_t tickets_lock = PTHREAD_MUTEX_INITIALIZER;
+static long long tickets_used;
+static bool limit_reached;
+
+/* --max-steps: a job takes a ticket per step it starts */
+static bool
+take_ticket(void)
+{
+	bool		ok;
+
+	pthread_mutex_lock(&tickets_lock);
+	ok = options.max_steps < 0 || tickets_used < options.max_steps;
+	if (ok)
+		tickets_used++;
+	else
+		limit_reached = true;
+	pthread_mutex_unlock(&tickets_lock);
+	return ok;
+}
+
+static void
+return_ticket(void)
+{
+	pthread_mutex_lock(&tickets_lock);
+	tickets_used--;
+	pthread_mutex_unlock(&tickets_lock);
+}
+
+static void
+handle_stop(int signo)
+{
+	if (stop_requested)
+		_exit(1);				/* a second Ctrl-C: leave the rest to the leases */
+	stop_requested = 1;
+}
+
+typedef struct Job
+{
+	int			number;
+	bool		finished;		/* saw the migration done */
+} Job;
+
+static void *
+run_job(void *arg)
+{
+	Job		   *job = arg;
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+	int			errors = 0;
+
+	while (!stop_requested && !failed)
+	{
+		ClaimedStep cs = {0};
+		ClaimResult r;
+		StepOutcome o;
+
+		if (errors > 0)
+		{
+			if (errors >= 30)
+			{
+				report("error", "giving up after %d failed attempts in a row", errors);
+				failed = true;
+				break;
+			}
+			sleep(1);
+		}
+		if (!take_ticket())
+			break;
+		if (!server_open(&dir))
+		{
+			return_ticket();
+			errors++;
+			continue;
+		}
+		r = lease_claim(&dir, &cs);
+		if (r != CLAIM_GOT)
+			return_ticket();
+		if (r == CLAIM_DONE)
+		{
+			job->finished = true;
+			break;
+		}
+		if (r == CLAIM_STUCK)
+		{
+			failed = true;
+			break;
+		}
+		if (r == CLAIM_ERROR)
+		{
+			errors++;
+			continue;
+		}
+		if (r == CLAIM_WAIT)
+		{
+			usleep(200 * 1000);
+			continue;
+		}
+		o = move_step(&dir, &cs);
+		lease_unhold(cs.step);
+		claimed_step_free(&cs);
+		if (o == STEP_MOVED)
+			errors = 0;
+		else if (o == STEP_FAILED)
+			failed = true;
+		else if (o == STEP_RETRY)
+			errors++;
+	}
+	server_close(&dir);
+	return NULL;
+}
+
+/* The migration to move, from --migration, --directory, or the only running one. */
+static void
+find_migration(void)
+{
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+	char		id[32];
+	const char *params[1];
+	PGresult   *res;
+	char	   *sql;
+
+	if (!server_open(&dir))
+		exit(1);
+	if (options.migration != 0)
+	{
+		snprintf(id, sizeof(id), "%lld", options.migration);
+		params[0] = id;
+		sql = "m.id = $1";
+	}
+	else if (options.directory != NULL)
+	{
+		params[0] = options.directory;
+		/* the running one, or a finished one whose source rows are still to delete */
+		sql = "m.directory = $1 AND (m.status = 'running' OR EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id))";
+	}
+	else
+		sql = "m.status = 'running' OR EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id)";
+	res = query(&dir, format_text(format_text(
+		"SELECT m.id, m.directory, d.slot_count, d.slot_method, d.key_type, m.status "
+		"  FROM %%1$s.chash_migration m JOIN %%1$s.chash_directory d ON d.name = m.directory "
+		" WHERE %s ORDER BY m.id", sql), dir.schema),
+				options.migration != 0 || options.directory != NULL ? 1 : 0, params);
+	if (res == NULL)
+		exit(1);
+	if (PQntuples(res) == 0 && options.directory != NULL)
+	{
+		/* a rerun after the end: nothing left to do is success */
+		PQclear(res);
+		res = query(&dir, format_text("SELECT m.id, m.status FROM %s.chash_migration m WHERE m.directory = $1 "
+									  "ORDER BY m.id DESC LIMIT 1", dir.schema), 1, params);
+		if (res == NULL)
+			exit(1);
+		if (PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 1), "done") == 0)
+		{
+			report("info", "migration %s of directory \"%s\" is done: nothing to move",
+				   PQgetvalue(res, 0, 0), options.directory);
+			exit(0);
+		}
+		PQclear(res);
+		report("error", "directory \"%s\" has no running migration", options.directory);
+		report("hint", "Start one with chash_migration_start() or chash_migration_move_tenant().");
+		exit(1);
+	}
+	if (PQntuples(res) == 0)
+	{
+		if (options.migration != 0)
+			report("error", "migration %lld does not exist", options.migration);
+		else if (options.directory != NULL)
+			report("error", "directory \"%s\" has no running migration", options.directory);
+		else
+			report("error", "no migration is running");
+		report("hint", "Start one with chash_migration_start() or chash_migration_move_tenant().");
+		exit(1);
+	}
+	if (PQntuples(res) > 1)
+	{
+		report("error", "more than one migration is running");
+		report("hint", "Choose one with --migration or --directory.");
+		exit(2);
+	}
+	migration.id = atoll(PQgetvalue(res, 0, 0));
+	migration.directory = format_text("%s", PQgetvalue(res, 0, 1));
+	migration.slot_count = atoi(PQgetvalue(res, 0, 2));
+	migration.slot_method = format_text("%s", PQgetvalue(res, 0, 3));
+	migration.key_type = format_text("%s", PQgetvalue(res, 0, 4));
+	if (strcmp(PQgetvalue(res, 0, 5), "cancelled") == 0 && options.verbose)
+		report("info", "migration %lld was cancelled; cleaning up after its steps", migration.id);
+	PQclear(res);
+	server_close(&dir);
+}
+
+int
+main(int argc, char **argv)
+{
+	char		host[64] = "";
+	pthread_t	keeper;
+	pthread_t  *threads;
+	Job		   *jobs;
+	struct sigaction sa = {0};
+	bool		finished = false;
+
+	parse_options(argc, argv);
+	find_migration();
+	gethostname(host, sizeof(host) - 1);
+	snprintf(migration.holder, sizeof(migration.holder), "%s %s pid %d", PROGNAME, host, (int) getpid());
+
+	sa.sa_handler = handle_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	progress_start();
+	pthread_create(&keeper, NULL, lease_keeper, NULL);
+	threads = calloc(options.jobs, sizeof(pthread_t));
+	jobs = calloc(options.jobs, sizeof(Job));
+	for (int i = 0; i < options.jobs; i++)
+	{
+		jobs[i].number = i + 1;
+		pthread_create(&threads[i], NULL, run_job, &jobs[i]);
+	}
+	for (int i = 0; i < options.jobs; i++)
+	{
+		pthread_join(threads[i], NULL);
+		finished |= jobs[i].finished;
+	}
+	progress_draw(true);
+
+	if (stop_requested)
+	{
+		report("info", "interrupted: the steps in flight were released");
+		return 1;
+	}
+	if (failed)
+		return 1;
+	if (finished)
+	{
+		if (options.verbose)
+			report("info", "migration %lld is done", migration.id);
+		return 0;
+	}
+	return limit_reached ? 0 : 1;
+}

@@ -1,0 +1,57 @@
+/*
+ * Messages, as PostgreSQL's client programs write them:
+ * "chash_move: error: ...", then "detail:" and "hint:" lines.  Jobs run in
+ * threads, so a message is written whole, and the progress line is
+ * cleared first and drawn again by the next tick.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "chash_move.h"
+
+pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void
+report(const char *level, const char *fmt,...)
+{
+	va_list		ap;
+
+	pthread_mutex_lock(&output_lock);
+	progress_clear();
+	if (strcmp(level, "detail") == 0 || strcmp(level, "hint") == 0)
+		fprintf(stderr, "%s: %s: ", PROGNAME, level);
+	else if (strcmp(level, "info") == 0)
+		fprintf(stderr, "%s: ", PROGNAME);
+	else
+		fprintf(stderr, "%s: %s: ", PROGNAME, level);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	pthread_mutex_unlock(&output_lock);
+}
+
+/* A failed query: what we were doing, the server's message, its detail and hint. */
+void
+report_result(const char *level, const char *what, const PGresult *res, const PGconn *conn)
+{
+	const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	const char *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+	char		buf[1024];
+
+	if (primary == NULL)
+	{
+		/* a connection failure: libpq's own message, without its newline */
+		snprintf(buf, sizeof(buf), "%s", conn ? PQerrorMessage(conn) : "unknown error");
+		buf[strcspn(buf, "\n")] = '\0';
+		primary = buf;
+	}
+	report(level, "%s: %s", what, primary);
+	if (detail)
+		report("detail", "%s", detail);
+	if (hint)
+		report("hint", "%s", hint);
+}

@@ -1,0 +1,747 @@
+/*
+ * One step, from where its lease's progress says it got (SPEC 4.4):
+ *   1. fence it, then chash_shard_wait_fence on the source;
+ *   2. on the target, in one transaction: delete the step's rows left by an
+ *      earlier try, COPY the step's rows of every registered table from the
+ *      source (one REPEATABLE READ snapshot there), and
+ *   3. verify: per table, row count and an order-independent checksum
+ *      (sum of chash_xxh64 of each row's text) equal on both sides; commit
+ *      only then, else roll back and release the step;
+ *   4. complete it; once the source has applied the completion, delete the
+ *      moved rows there.
+ * Writes to the step's rows are refused from 1 to 4 only.  A takeover
+ * redoes only what the progress says is missing: a fenced step is copied
+ * again (the target's transaction rolled back with the dead mover, or its
+ * leftovers are deleted first), a copied one is verified again and
+ * completed, a completed one only has its source rows deleted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chash_move.h"
+
+typedef enum Verdict
+{
+	VERDICT_SAME,
+	VERDICT_DIFFERENT,
+	VERDICT_ERROR
+} Verdict;
+
+/* ---- the shards this job talks to, one connection each ---- */
+static __thread Server **shards;	/* pointers: callers keep them across lookups */
+static __thread int nshards;
+
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* once per shard: no wait_fence there (the guard has not landed on it) */
+static void
+warn_no_wait_fence(Server *server)
+{
+	static char *warned[256];
+	static int	nwarned;
+	bool		found = false;
+
+	pthread_mutex_lock(&warned_lock);
+	for (int i = 0; i < nwarned; i++)
+		if (strcmp(warned[i], server->name) == 0)
+			found = true;
+	if (!found && nwarned < 256)
+		warned[nwarned++] = format_text("%s", server->name);
+	pthread_mutex_unlock(&warned_lock);
+	if (!found)
+	{
+		report("warning", "shard \"%s\" has no chash_shard_wait_fence(): writes it admitted before a fence are not waited for",
+			   server->name);
+		report("hint", "Update chash there with ALTER EXTENSION chash UPDATE.");
+	}
+}
+
+static Server *
+shard(Server *dir, const char *name)
+{
+	Server	   *server = NULL;
+	const char *params[2] = {migration.directory, name};
+	PGresult   *res;
+
+	for (int i = 0; i < nshards; i++)
+		if (strcmp(shards[i]->name, name) == 0)
+			server = shards[i];
+	if (server == NULL)
+	{
+		res = query(dir, format_text("SELECT server FROM %s.chash_shard WHERE directory = $1 AND shard = $2",
+									 dir->schema), 2, params);
+		if (res == NULL)
+			return NULL;
+		if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+		{
+			PQclear(res);
+			report("error", "shard \"%s\" of directory \"%s\" has no server", name, migration.directory);
+			report("hint", "Set its connection string with chash_set_shard('%s', '%s', server => '...').",
+				   migration.directory, name);
+			config_error = true;
+			return NULL;
+		}
+		shards = realloc(shards, (nshards + 1) * sizeof(Server *));
+		server = calloc(1, sizeof(Server));
+		shards[nshards++] = server;
+		server->name = format_text("%s", name);
+		server->conninfo = conninfo_of_server(PQgetvalue(res, 0, 0));
+		PQclear(res);
+	}
+	if (server->conn != NULL && PQstatus(server->conn) == CONNECTION_OK)
+		return server;
+	if (!server_open(server))
+		return NULL;
+	/* the shard must read the directory from a replica (or be the directory database) */
+	params[1] = NULL;
+	res = query(server, format_text("SELECT FROM %s.chash_shard_member WHERE directory = $1", server->schema),
+				1, params);
+	if (res == NULL)
+		return NULL;
+	if (PQntuples(res) != 1)
+	{
+		PQclear(res);
+		report("error", "shard \"%s\" has not joined directory \"%s\"", name, migration.directory);
+		report("hint", "Run chash_shard_join() on it first.");
+		server_close(server);
+		config_error = true;
+		return NULL;
+	}
+	PQclear(res);
+	if (!server->has_wait_fence)
+		warn_no_wait_fence(server);
+	return server;
+}
+
+/* ---- small helpers ---- */
+
+static PGresult *
+last_result(Server *server)
+{
+	PGresult   *res,
+			   *last = NULL;
+
+	while ((res = PQgetResult(server->conn)) != NULL)
+	{
+		PQclear(last);
+		last = res;
+	}
+	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
+	{
+		report_result("error", format_text("query failed on shard \"%s\"", server->name), last, server->conn);
+		PQclear(last);
+		return NULL;
+	}
+	return last;
+}
+
+static void
+rollback(Server *server)
+{
+	if (server->conn != NULL && PQtransactionStatus(server->conn) != PQTRANS_IDLE)
+	{
+		PGresult   *res;
+
+		if (PQtransactionStatus(server->conn) == PQTRANS_ACTIVE)
+		{
+			PGcancel   *cancel = PQgetCancel(server->conn);
+			char		buf[256];
+
+			if (cancel)
+			{
+				PQcancel(cancel, buf, sizeof(buf));
+				PQfreeCancel(cancel);
+			}
+			while ((res = PQgetResult(server->conn)) != NULL)
+				PQclear(res);
+		}
+		res = PQexec(server->conn, "ROLLBACK");
+		PQclear(res);
+	}
+}
+
+/* Waits until the server's replica shows the step in one of the states. */
+static bool
+wait_replica(Server *server, int step, const char *states, const char *what)
+{
+	char	   *id = format_text("%lld", migration.id);
+	char	   *stepno = format_text("%d", step);
+	const char *params[3] = {id, stepno, states};
+	char	   *sql = format_text("SELECT s.state = ANY ($3::text[]) FROM %s.chash_migration_step s "
+								  "WHERE s.migration = $1 AND s.step = $2", server->schema);
+	double		start = now_seconds();
+	bool		said = false;
+	bool		ok = false;
+
+	for (;;)
+	{
+		PGresult   *res = query(server, sql, 3, params);
+
+		if (res == NULL)
+			break;
+		ok = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+		PQclear(res);
+		if (ok || stop_requested)
+			break;
+		if (!said && now_seconds() - start > 10)
+		{
+			report("info", "waiting for shard \"%s\" to apply the %s of step %d", server->name, what, step);
+			said = true;
+		}
+		usleep(2000);
+	}
+	free(id);
+	free(stepno);
+	free(sql);
+	return ok;
+}
+
+/* ---- verification ---- */
+
+static char *
+checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, const char *names)
+{
+	char	   *pred = step_predicate(server, table, target);
+	char	   *sql = format_text("SELECT count(*), COALESCE(sum(%s.chash_xxh64(r::text)), 0) "
+								  "FROM (SELECT %s FROM %s WHERE %s) r",
+								  server->schema, names, table->table_name, pred);
+
+	free(pred);
+	return sql;
+}
+
+/* Both sides inside the transactions the caller opened. */
+static Verdict
+verify(Server *src, Server *tgt, TableInfo *tables, char **names, int ntables,
+	   const StepTarget *target, int step)
+{
+	for (int i = 0; i < ntables; i++)
+	{
+		char	   *sql_src = checksum_sql(src, &tables[i], target, names[i]);
+		char	   *sql_tgt = checksum_sql(tgt, &tables[i], target, names[i]);
+		PGresult   *rs,
+				   *rt;
+		Verdict		v;
+
+		if (!PQsendQuery(src->conn, sql_src) || !PQsendQuery(tgt->conn, sql_tgt))
+		{
+			report("error", "could not send the verification query: %s", PQerrorMessage(src->conn));
+			return VERDICT_ERROR;
+		}
+		rs = last_result(src);
+		rt = last_result(tgt);
+		free(sql_src);
+		free(sql_tgt);
+		if (rs == NULL || rt == NULL)
+		{
+			PQclear(rs);
+			PQclear(rt);
+			return VERDICT_ERROR;
+		}
+		v = (strcmp(PQgetvalue(rs, 0, 0), PQgetvalue(rt, 0, 0)) == 0
+			 && strcmp(PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 1)) == 0) ? VERDICT_SAME : VERDICT_DIFFERENT;
+		if (v == VERDICT_DIFFERENT)
+		{
+			report("error", "verification failed for step %d of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
+				   step, migration.id, tables[i].table_name, src->name, tgt->name);
+			report("detail", "The source has %s rows (checksum %s), the target %s rows (checksum %s). "
+				   "The step was released: its rows stay on shard \"%s\", which still owns them.",
+				   PQgetvalue(rs, 0, 0), PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 0), PQgetvalue(rt, 0, 1),
+				   src->name);
+			report("hint", "Something changed the step's rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",
+				   tgt->name);
+		}
+		PQclear(rs);
+		PQclear(rt);
+		if (v != VERDICT_SAME)
+			return v;
+	}
+	return VERDICT_SAME;
+}
+
+/* ---- copying ---- */
+
+/* The column names of a table, the same on both shards, or NULL. */
+static char *
+common_columns(Server *src, Server *tgt, const TableInfo *table)
+{
+	char	   *a = table_columns(src, table);
+	char	   *b = a ? table_columns(tgt, table) : NULL;
+	char	   *names;
+	char	   *out;
+
+	if (a == NULL || b == NULL)
+		return NULL;
+	if (strcmp(a, b) != 0)
+	{
+		report("error", "table \"%s\" has different columns on shard \"%s\" and shard \"%s\"",
+			   table->table_name, src->name, tgt->name);
+		report("detail", "Shard \"%s\" has (%s), shard \"%s\" has (%s).", src->name, a, tgt->name, b);
+		return NULL;
+	}
+	/* "a int, b text" -> "a, b": each entry is an identifier then its type */
+	names = calloc(strlen(a) + 1, 1);
+	out = names;
+	for (const char *p = a; *p;)
+	{
+		bool		quoted = (*p == '"');
+		const char *q = p + (quoted ? 1 : 0);
+
+		while (*q && (quoted ? !(*q == '"' && q[1] != '"') : *q != ' '))
+			q += (quoted && *q == '"') ? 2 : 1;
+		if (quoted)
+			q++;
+		if (out != names)
+			out += sprintf(out, ", ");
+		memcpy(out, p, q - p);
+		out += q - p;
+		*out = '\0';
+		/* skip the type, up to the next ", " outside parentheses */
+		for (int depth = 0; *q && !(depth == 0 && q[0] == ',' && q[1] == ' '); q++)
+			depth += (*q == '(') - (*q == ')');
+		p = *q ? q + 2 : q;
+	}
+	free(a);
+	free(b);
+	return names;
+}
+
+static long long
+copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
+		   const StepTarget *target, long long *bytes)
+{
+	char	   *pred_src = step_predicate(src, table, target);
+	char	   *out = format_text("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT (FORMAT binary)",
+								  names, table->table_name, pred_src);
+	char	   *in = format_text("COPY %s (%s) FROM STDIN (FORMAT binary)", table->table_name, names);
+	PGresult   *res;
+	long long	rows = -1;
+	long long	pending = 0;
+	char	   *buf;
+	int			n;
+
+	res = PQexec(src->conn, out);
+	if (PQresultStatus(res) != PGRES_COPY_OUT)
+	{
+		report_result("error", format_text("could not copy from shard \"%s\"", src->name), res, src->conn);
+		PQclear(res);
+		goto done;
+	}
+	PQclear(res);
+	res = PQexec(tgt->conn, in);
+	if (PQresultStatus(res) != PGRES_COPY_IN)
+	{
+		report_result("error", format_text("could not copy to shard \"%s\"", tgt->name), res, tgt->conn);
+		PQclear(res);
+		goto done;
+	}
+	PQclear(res);
+	while ((n = PQgetCopyData(src->conn, &buf, 0)) > 0)
+	{
+		if (PQputCopyData(tgt->conn, buf, n) != 1)
+		{
+			PQfreemem(buf);
+			break;
+		}
+		PQfreemem(buf);
+		*bytes += n;
+		pending += n;
+		if (pending > 1024 * 1024)
+		{
+			counters_add(0, pending);
+			pending = 0;
+		}
+	}
+	counters_add(0, pending);
+	res = last_result(src);
+	if (res == NULL || n != -1)
+	{
+		PQclear(res);
+		PQputCopyEnd(tgt->conn, "the source failed");
+		PQclear(last_result(tgt));
+		goto done;
+	}
+	PQclear(res);
+	if (PQputCopyEnd(tgt->conn, NULL) != 1)
+		goto done;
+	res = last_result(tgt);
+	if (res == NULL)
+		goto done;
+	rows = atoll(PQcmdTuples(res));
+	PQclear(res);
+done:
+	free(pred_src);
+	free(out);
+	free(in);
+	return rows;
+}
+
+/*
+ * DELETE of a step's rows there, never of a row whose tenant routes to that
+ * shard by its replica: a last guard against deleting rows it owns.
+ */
+static char *
+delete_sql(Server *server, const TableInfo *table, const StepTarget *target)
+{
+	char	   *pred = step_predicate(server, table, target);
+	char	   *column = escape_identifier(server->conn, table->tenant_column);
+	char	   *directory = escape_literal(server->conn, migration.directory);
+	char	   *self = escape_literal(server->conn, server->name);
+	char	   *sql = format_text("DELETE FROM %s WHERE %s AND %s.chash_route(%s, (%s)::text) IS DISTINCT FROM %s",
+								  table->table_name, pred, server->schema, directory, column, self);
+
+	free(pred);
+	free(column);
+	free(directory);
+	free(self);
+	return sql;
+}
+
+/* Deletes the step's rows of every table in one transaction there. */
+static long long
+delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *target)
+{
+	long long	deleted = 0;
+
+	if (!command(server, "BEGIN"))
+		return -1;
+	for (int i = 0; i < ntables; i++)
+	{
+		PGresult   *res = query(server, delete_sql(server, &tables[i], target), 0, NULL);
+
+		if (res == NULL)
+		{
+			rollback(server);
+			return -1;
+		}
+		deleted += atoll(PQcmdTuples(res));
+		PQclear(res);
+	}
+	if (!command(server, "COMMIT"))
+		return -1;
+	return deleted;
+}
+
+/*
+ * Opens a transaction on the directory database holding the step's lease
+ * row locked, if this process still holds the lease and the step is in one
+ * of the states.  A shard's commit made while it is held cannot race a
+ * takeover or a completion by another mover (both need that row).
+ */
+static bool
+lease_lock(Server *dir, int step, const char *states)
+{
+	char	   *id = format_text("%lld", migration.id);
+	char	   *stepno = format_text("%d", step);
+	const char *params[4] = {id, stepno, migration.holder, states};
+	PGresult   *res;
+	bool		ok;
+
+	if (!server_open(dir) || !command(dir, "BEGIN"))
+		return false;
+	res = query(dir, format_text("SELECT %1$s.chash_step_lease_check($1, $2::int, $3) IS NOT NULL "
+								 "   AND s.state = ANY ($4::text[]) "
+								 "  FROM %1$s.chash_migration_step s WHERE s.migration = $1 AND s.step = $2::int",
+								 dir->schema), 4, params);
+	ok = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	free(id);
+	free(stepno);
+	if (!ok)
+		rollback(dir);
+	return ok;
+}
+
+static bool
+lease_unlock(Server *dir, bool commit)
+{
+	if (commit)
+		return command(dir, "COMMIT");
+	rollback(dir);
+	return false;
+}
+
+/*
+ * Steps 2 and 3.  VERDICT_SAME: the rows are on the target, committed, and
+ * the progress recorded.
+ */
+static Verdict
+copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+		  int step, long long *rows, long long *bytes)
+{
+	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
+	Verdict		v = VERDICT_ERROR;
+
+	*rows = 0;
+	*bytes = 0;
+	for (int i = 0; i < ntables; i++)
+	{
+		if ((names[i] = common_columns(src, tgt, &tables[i])) == NULL)
+			goto out;
+		if (target->slot >= 0)
+		{
+			check_slot_index(src, &tables[i]);
+			check_slot_index(tgt, &tables[i]);
+		}
+	}
+	if (!command(tgt, "BEGIN") || !command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+		goto out;
+	for (int i = 0; i < ntables; i++)
+	{
+		PGresult   *res = query(tgt, delete_sql(tgt, &tables[i], target), 0, NULL);
+		long long	n;
+
+		if (res == NULL)
+			goto out;
+		if (atoll(PQcmdTuples(res)) > 0 && options.verbose)
+			report("info", "step %d: deleted %s rows of \"%s\" left on shard \"%s\" by an earlier try",
+				   step, PQcmdTuples(res), tables[i].table_name, tgt->name);
+		PQclear(res);
+		n = copy_table(src, tgt, &tables[i], names[i], target, bytes);
+		if (n < 0)
+			goto out;
+		*rows += n;
+		counters_add(n, 0);
+	}
+	v = verify(src, tgt, tables, names, ntables, target, step);
+	if (v == VERDICT_SAME)
+	{
+		/* commit the copy only while the step is still ours */
+		if (!lease_lock(dir, step, "{fenced}"))
+			v = VERDICT_ERROR;
+		else if (!command(tgt, "COMMIT"))
+		{
+			lease_unlock(dir, false);
+			v = VERDICT_ERROR;
+		}
+		else if (!lease_record_copied(dir, step, *rows, *bytes) || !lease_unlock(dir, true))
+		{
+			rollback(dir);
+			v = VERDICT_ERROR;	/* a takeover copies again */
+		}
+	}
+out:
+	rollback(tgt);
+	rollback(src);
+	for (int i = 0; i < ntables; i++)
+		free(names[i]);
+	free(names);
+	return v;
+}
+
+/* A takeover of a copied step: the target's rows are checked once more. */
+static Verdict
+verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step)
+{
+	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
+	Verdict		v = VERDICT_ERROR;
+
+	for (int i = 0; i < ntables; i++)
+		if ((names[i] = common_columns(src, tgt, &tables[i])) == NULL)
+			goto out;
+	if (command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+		&& command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+		v = verify(src, tgt, tables, names, ntables, target, step);
+out:
+	rollback(tgt);
+	rollback(src);
+	for (int i = 0; i < ntables; i++)
+		free(names[i]);
+	free(names);
+	return v;
+}
+
+/* Testing aid: CHASH_MOVE_CRASH_AT=fenced|copied|completed kills the process there, once. */
+static void
+crash_point(const char *point)
+{
+	static pthread_mutex_t crash_lock = PTHREAD_MUTEX_INITIALIZER;
+	const char *at = getenv("CHASH_MOVE_CRASH_AT");
+
+	if (at == NULL || strcmp(at, point) != 0)
+		return;
+	pthread_mutex_lock(&crash_lock);
+	raise(SIGKILL);
+}
+
+/* Gives a step in flight back: its copy off the target, then released. */
+static void
+give_back(Server *dir, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step)
+{
+	if (!lease_lock(dir, step, "{copying,fenced}"))
+		return;					/* not ours any more, or done */
+	if (tgt != NULL && tgt->conn != NULL && server_open(tgt))
+		delete_rows(tgt, tables, ntables, target);
+	if (!lease_call(dir, "release", step, NULL) || !lease_unlock(dir, true))
+		rollback(dir);
+}
+
+StepOutcome
+move_step(Server *dir, ClaimedStep *cs)
+{
+	StepTarget	target = {cs->slot, cs->tenant};
+	TableInfo  *tables = NULL;
+	int			ntables;
+	Server	   *src,
+			   *tgt;
+	const char *progress = cs->progress;
+	long long	rows = 0,
+				bytes = 0;
+	double		t_fence = 0,		/* writes refused from here */
+				t_copy0 = 0,
+				t_copy = 0,
+				t_done = 0;		/* to here */
+	StepOutcome outcome = STEP_RETRY;
+
+	ntables = registered_tables(dir, &tables);
+	src = ntables >= 0 ? shard(dir, cs->from_shard) : NULL;
+	tgt = src != NULL ? shard(dir, cs->to_shard) : NULL;
+	if (src == NULL || tgt == NULL)
+	{
+		if (strcmp(cs->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
+			lease_call(dir, "release", cs->step, NULL);
+		goto retry;
+	}
+
+	if (strcmp(cs->state, "cancelled") == 0)
+	{
+		/* cancelled while a mover held it: take its copy off the target */
+		if (!lease_lock(dir, cs->step, "{cancelled}"))
+			goto retry;
+		if (delete_rows(tgt, tables, ntables, &target) < 0 || !lease_call(dir, "finish", cs->step, NULL)
+			|| !lease_unlock(dir, true))
+		{
+			rollback(dir);
+			goto retry;
+		}
+		outcome = STEP_MOVED;
+		goto out;
+	}
+	if (strcmp(cs->state, "done") == 0 && strcmp(progress, "copied") != 0 && strcmp(progress, "completed") != 0)
+	{
+		report("warning", "step %d of migration %lld was completed by something other than chash_move before its rows were copied",
+			   cs->step, migration.id);
+		report("detail", "Its rows were left on shard \"%s\".", cs->from_shard);
+		lease_call(dir, "finish", cs->step, NULL);
+		outcome = STEP_MOVED;
+		goto out;
+	}
+
+	if (strcmp(cs->state, "done") != 0)
+	{
+		/* 1. fence; wait until no write admitted before can commit on the source */
+		if (strcmp(progress, "claimed") == 0)
+		{
+			if (!lease_call(dir, "fence", cs->step, ", $4::interval"))
+				goto retry;
+			progress = "fenced";
+			crash_point("fenced");
+		}
+		t_fence = now_seconds();
+		if (src->has_wait_fence)
+		{
+			char	   *id = format_text("%lld", migration.id);
+			char	   *stepno = format_text("%d", cs->step);
+			const char *params[3] = {migration.directory, id, stepno};
+			PGresult   *res = query(src, format_text("SELECT %s.chash_shard_wait_fence($1, $2::bigint, $3::int)",
+													 src->schema), 3, params);
+
+			free(id);
+			free(stepno);
+			if (res == NULL)
+				goto give_back;
+			PQclear(res);
+		}
+		else if (!wait_replica(src, cs->step, "{fenced,done}", "fence"))
+			goto give_back;
+		/* the target's replica at the fence too: it reads the same pins */
+		if (!wait_replica(tgt, cs->step, "{fenced,done}", "fence"))
+			goto give_back;
+		if (stop_requested)
+			goto give_back;
+
+		/* 2 and 3 */
+		t_copy0 = now_seconds();
+		if (strcmp(progress, "fenced") == 0)
+		{
+			Verdict		v = copy_step(dir, src, tgt, tables, ntables, &target, cs->step, &rows, &bytes);
+
+			if (v == VERDICT_DIFFERENT)
+			{
+				lease_call(dir, "release", cs->step, NULL);
+				outcome = STEP_FAILED;
+				goto out;
+			}
+			if (v != VERDICT_SAME)
+				goto give_back;
+			t_copy = now_seconds();
+			crash_point("copied");
+		}
+		else
+		{
+			Verdict		v = verify_again(src, tgt, tables, ntables, &target, cs->step);
+
+			if (v == VERDICT_DIFFERENT)
+			{
+				give_back(dir, tgt, tables, ntables, &target, cs->step);
+				outcome = STEP_FAILED;
+				goto out;
+			}
+			if (v != VERDICT_SAME)
+				goto retry;
+			t_copy = now_seconds();
+		}
+		if (stop_requested)
+			goto give_back;
+
+		/* 4. ownership flips to the target */
+		if (!lease_call(dir, "complete", cs->step, ", $4::interval"))
+			goto retry;
+		t_done = now_seconds();
+		crash_point("completed");
+	}
+
+	/* the moved rows off the source, once it routes them to the target */
+	if (!wait_replica(src, cs->step, "{done}", "completion"))
+		goto retry;
+	if (!lease_lock(dir, cs->step, "{done}"))
+		goto retry;
+	if (delete_rows(src, tables, ntables, &target) < 0 || !lease_call(dir, "finish", cs->step, NULL)
+		|| !lease_unlock(dir, true))
+	{
+		rollback(dir);
+		goto retry;
+	}
+	pthread_mutex_lock(&counters_lock);
+	counters.steps++;
+	pthread_mutex_unlock(&counters_lock);
+	if (options.verbose)
+	{
+		if (t_fence > 0)
+			report("info", "step %d: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
+				   cs->step, cs->slot >= 0 ? "slot" : "tenant", cs->from_shard, cs->to_shard,
+				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence);
+		else
+			report("info", "step %d: deleted the moved rows on shard \"%s\"", cs->step, cs->from_shard);
+	}
+	outcome = STEP_MOVED;
+	goto out;
+
+give_back:
+	give_back(dir, tgt, tables, ntables, &target, cs->step);
+	outcome = stop_requested ? STEP_STOPPED : STEP_RETRY;
+	goto out;
+retry:
+	/* the lease runs out and this or another mover takes the step over */
+	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
+out:
+	for (int i = 0; i < ntables; i++)
+	{
+		free(tables[i].table_name);
+		free(tables[i].tenant_column);
+	}
+	free(tables);
+	return outcome;
+}

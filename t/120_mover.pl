@@ -1,0 +1,364 @@
+# chash_move (README.md, "chash_move"): a directory database and shard
+# databases joined to it (docs/shards.md); two registered tables, one with a
+# composite primary key; a few thousand tenants and a pinned whale.  A third
+# shard is added, the mover rebalances onto it and moves the whale; then
+# every row is exactly once on the shard its tenant routes to.  A
+# verification that must fail releases the step.  Then the mover is killed
+# at different points and rerun, a shard restarts, and clients write all
+# along: every acknowledged write is there exactly once.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(time usleep);
+
+my $tenants = 3000;
+
+my $dir = PostgreSQL::Test::Cluster->new('directory');
+$dir->init(allows_streaming => 'logical');
+$dir->append_conf('postgresql.conf', "max_replication_slots = 20\nmax_wal_senders = 20\n");
+$dir->start;
+my %shard;
+for my $name (qw(s1 s2 s3))
+{
+	$shard{$name} = PostgreSQL::Test::Cluster->new($name);
+	$shard{$name}->init;
+	$shard{$name}->start;
+}
+
+# The tables on every shard: accounts with a composite key and the slot
+# index; profiles keyed by the tenant alone, without the index (the mover
+# says so once).
+my $tables = q{
+    CREATE EXTENSION chash;
+    CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
+    CREATE INDEX ON accounts (chash_tenant_slot(org_id, 64));
+    CREATE TABLE profiles (org_id text PRIMARY KEY, name text, created date);
+};
+$_->safe_psql('postgres', $tables) for values %shard;
+
+$dir->safe_psql('postgres', q{
+    CREATE EXTENSION chash;
+    CREATE ROLE chash_replicator LOGIN REPLICATION;
+    GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
+        chash_migration, chash_migration_step, chash_table TO chash_replicator;
+    SELECT chash_directory_publish();
+    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
+    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
+    SELECT chash_add_table('orgs', 'public.profiles', 'org_id');
+    SELECT chash_pin('orgs', 'whale', 's1');
+});
+for my $name (qw(s1 s2))
+{
+	my $c = $shard{$name}->connstr('postgres');
+	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
+}
+my $dirconn = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
+
+# Waits until the shard has applied the directory's current version.
+sub wait_applied
+{
+	my ($node) = @_;
+	my $want = $dir->safe_psql('postgres', q{SELECT version FROM chash_directory WHERE name = 'orgs'});
+	$node->poll_query_until('postgres', qq{
+        SELECT bool_and(synced) AND min(replicated_version) >= $want FROM chash_shard_status})
+	  or die $node->name . ' did not apply the directory';
+}
+
+for my $name (qw(s1 s2))
+{
+	$shard{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', '$name', '$dirconn')});
+	wait_applied($shard{$name});
+}
+
+# The load: each shard gets the rows of the tenants that route to it.
+my $load = qq{
+    INSERT INTO accounts
+    SELECT t, i, repeat('x', 10 + i % 30)
+      FROM (SELECT 'org-' || g AS t FROM generate_series(1, $tenants) g) a, generate_series(1, 3) i
+     WHERE chash_route('orgs', t) = current_setting('chash_test.shard');
+    INSERT INTO profiles
+    SELECT t, 'name of ' || t, date '2020-01-01' + g
+      FROM (SELECT g, 'org-' || g AS t FROM generate_series(1, $tenants) g) a
+     WHERE chash_route('orgs', t) = current_setting('chash_test.shard');
+    INSERT INTO accounts
+    SELECT 'whale', i, 'whale payload ' || i FROM generate_series(1, 2000) i
+     WHERE chash_route('orgs', 'whale') = current_setting('chash_test.shard');
+    INSERT INTO profiles SELECT 'whale', 'the whale', date '2019-12-31'
+     WHERE chash_route('orgs', 'whale') = current_setting('chash_test.shard');
+};
+for my $name (qw(s1 s2))
+{
+	$shard{$name}->safe_psql('postgres', "SET chash_test.shard = '$name'; $load");
+}
+my $accounts = 3 * $tenants + 2000;
+my $profiles = $tenants + 1;
+
+# The third shard joins.
+{
+	my $c = $shard{s3}->connstr('postgres');
+	$dir->safe_psql('postgres', qq{SELECT chash_add_shard('orgs', 's3', server => \$\$$c\$\$)});
+	$shard{s3}->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', 's3', '$dirconn')});
+	wait_applied($_) for values %shard;
+}
+
+# Runs chash_move; returns (exit status, stderr).
+sub run_mover
+{
+	my (@args) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'chash_move', '--verbose', @args, $dir->connstr('postgres') ], '>', \$out, '2>', \$err);
+	my $status = $? & 127 ? 'signal ' . ($? & 127) : $? >> 8;
+	note "chash_move @args: exit $status\n$err";
+	return ($status, $err);
+}
+
+# Every row on the shard its tenant routes to, exactly once, and the counts.
+sub check_placement
+{
+	my ($name, $want_accounts, $want_profiles) = @_;
+	wait_applied($_) for values %shard;
+	my ($total_a, $total_p, $misplaced, %keys) = (0, 0, 0);
+	for my $s (sort keys %shard)
+	{
+		my $node = $shard{$s};
+		$misplaced += $node->safe_psql('postgres', qq{
+            SELECT (SELECT count(*) FROM accounts WHERE chash_route('orgs', org_id) <> '$s')
+                 + (SELECT count(*) FROM profiles WHERE chash_route('orgs', org_id) <> '$s')});
+		$total_a += $node->safe_psql('postgres', 'SELECT count(*) FROM accounts');
+		$total_p += $node->safe_psql('postgres', 'SELECT count(*) FROM profiles');
+		$keys{$_}++ for split /\n/, $node->safe_psql('postgres', q{SELECT org_id || '/' || id FROM accounts});
+	}
+	is($misplaced, 0, "$name: no row on a shard that does not own its tenant");
+	is($total_a, $want_accounts, "$name: accounts rows");
+	is($total_p, $want_profiles, "$name: profiles rows");
+	is(scalar(grep { $keys{$_} > 1 } keys %keys), 0, "$name: every accounts row exactly once");
+}
+
+# ---- a rebalance onto the new shard, and the whale moved ----
+my $m1 = $dir->safe_psql('postgres', q{SELECT chash_migration_start('orgs')});
+my $steps = $dir->safe_psql('postgres', "SELECT count(*) FROM chash_migration_step WHERE migration = $m1");
+ok($steps > 10, "the rebalance has $steps steps");
+my ($rc, $err) = run_mover('--directory', 'orgs', '--jobs', '2');
+is($rc, 0, 'chash_move exits 0 when the rebalance is done');
+my $said = () = $err =~ /table "public.profiles" on shard "s\d" has no index on chash_tenant_slot/g;
+ok($said >= 1 && $said <= 3, 'the missing index is said once per shard');
+unlike($err, qr/accounts" on shard "s\d" has no index/, 'the indexed table is not mentioned');
+is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m1"), 'done', 'the rebalance is done');
+is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_plan_rebalance('orgs')}), '0', 'the plan is empty');
+is($dir->safe_psql('postgres', q{SELECT chash_route('orgs', 'whale')}), 's1', 'the whale stayed pinned to s1');
+is($shard{s1}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '2000',
+	'the whale\'s rows stayed with it (not moved with its slot)');
+check_placement('after the rebalance', $accounts, $profiles);
+
+my $m2 = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's3')});
+($rc, $err) = run_mover('--migration', $m2);
+is($rc, 0, 'chash_move exits 0 when the whale has moved');
+is($dir->safe_psql('postgres', q{SELECT chash_route('orgs', 'whale')}), 's3', 'the whale routes to s3');
+is($shard{s3}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '2000',
+	'the whale\'s rows are on s3');
+check_placement('after the whale moved', $accounts, $profiles);
+is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
+for my $s (sort keys %shard)
+{
+	is($shard{$s}->safe_psql('postgres', q{SELECT count(*) FROM pg_class WHERE relpersistence = 't'}), '0',
+		"no temporary table on $s");
+}
+
+# ---- verification that must fail: a row changed behind the mover's back ----
+{
+	my $from = $dir->safe_psql('postgres', q{SELECT chash_route('orgs', 'org-5')});
+	my ($to) = grep { $_ ne $from } sort keys %shard;
+	$shard{$to}->safe_psql('postgres', q{
+        CREATE FUNCTION tamper() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.payload := NEW.payload || ' changed';
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER tamper BEFORE INSERT ON accounts FOR EACH ROW
+            WHEN (NEW.org_id = 'org-5' AND NEW.id = 2) EXECUTE FUNCTION tamper();
+    });
+	my $m3 = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', 'org-5', '$to')});
+	($rc, $err) = run_mover('--migration', $m3);
+	is($rc, 1, 'a verification failure exits 1');
+	like($err, qr/error: verification failed for step 1 of migration $m3: table "public.accounts" differs between shard "$from" and shard "$to"/,
+		'it says which table differs where');
+	is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m3"), 'pending',
+		'the step is released, not completed');
+	is($dir->safe_psql('postgres', q{SELECT chash_route('orgs', 'org-5')}), $from, 'the source still owns the tenant');
+	is($shard{$to}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'org-5'}), '0',
+		'nothing is left on the target');
+	is($shard{$from}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'org-5'}), '3',
+		'the rows are on the source');
+	is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'the lease is gone');
+	$shard{$to}->safe_psql('postgres', 'DROP TRIGGER tamper ON accounts');
+	($rc, $err) = run_mover('--migration', $m3);
+	is($rc, 0, 'without the change behind its back the move succeeds');
+	is($dir->safe_psql('postgres', q{SELECT chash_route('orgs', 'org-5')}), $to, 'the tenant moved');
+	check_placement('after the tenant moved', $accounts, $profiles);
+}
+
+# ---- a fourth shard, while a client writes; the mover killed and rerun ----
+#
+# The client routes each write through the directory database and holds the
+# tenant's step in flight FOR SHARE until its write on the shard has
+# committed, so a fence waits for it: the barrier chash_shard_wait_fence
+# gives clients of the guard (which this client does not need).  A fenced
+# step refuses the write (retried later), as the guard's 40001 does.
+$shard{s4} = PostgreSQL::Test::Cluster->new('s4');
+$shard{s4}->init;
+$shard{s4}->start;
+$shard{s4}->safe_psql('postgres', $tables);
+{
+	my $c = $shard{s4}->connstr('postgres');
+	$dir->safe_psql('postgres', qq{SELECT chash_add_shard('orgs', 's4', server => \$\$$c\$\$)});
+	$shard{s4}->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', 's4', '$dirconn')});
+	wait_applied($_) for values %shard;
+}
+my $m4 = $dir->safe_psql('postgres', q{SELECT chash_migration_start('orgs')});
+
+my %ledger;		# "tenant/id" => payload, or undef once deleted
+my ($acked, $refused, $next_id) = (0, 0, 1_000_000);
+my $client = $dir->background_psql('postgres');
+sub write_once
+{
+	my $tenant = 'org-' . (1 + int(rand($tenants)));
+	my @mine = grep { defined $ledger{$_} } keys %ledger;
+	my $kind = @mine < 20 || rand() < 0.6 ? 'insert' : rand() < 0.6 ? 'update' : 'delete';
+	my ($key, $sql);
+	if ($kind eq 'insert')
+	{
+		$key = "$tenant/" . $next_id++;
+	}
+	else
+	{
+		$key = $mine[ int(rand(@mine)) ];
+		($tenant) = split m{/}, $key;
+	}
+	my (undef, $id) = split m{/}, $key;
+	my $payload = "w$acked";
+	$sql = $kind eq 'insert' ? "INSERT INTO accounts VALUES ('$tenant', $id, '$payload') RETURNING 1"
+	  : $kind eq 'update' ? "UPDATE accounts SET payload = '$payload' WHERE org_id = '$tenant' AND id = $id RETURNING 1"
+	  : "DELETE FROM accounts WHERE org_id = '$tenant' AND id = $id RETURNING 1";
+	my $held = $client->query_safe(qq{
+        BEGIN;
+        SELECT s.state FROM chash_migration_step s JOIN chash_migration m ON m.id = s.migration
+         WHERE m.directory = 'orgs' AND m.status = 'running' AND s.state IN ('pending', 'copying', 'fenced')
+           AND (s.slot = chash_slot('orgs', '$tenant') OR s.tenant = '$tenant')
+           FOR SHARE OF s;
+        SELECT 'route ' || chash_route('orgs', '$tenant');});
+	if ($held =~ /fenced/)
+	{
+		$client->query_safe('ROLLBACK');
+		$refused++;
+		return;
+	}
+	my ($route) = $held =~ /route (\S+)/;
+	my ($rc, $out) = $shard{$route}->psql('postgres', $sql);
+	$client->query_safe('COMMIT');
+	return if $rc != 0;    # not acknowledged (a shard restarting)
+	if ($out ne '1')
+	{
+		fail("$kind of $key on $route found no row");
+		return;
+	}
+	$ledger{$key} = $kind eq 'delete' ? undef : $payload;
+	$acked++;
+}
+
+# Starts chash_move in the background; returns the handle.
+sub start_mover
+{
+	my ($crash_at) = @_;
+	my ($out, $err) = ('', '');
+	local $ENV{CHASH_MOVE_CRASH_AT} = $crash_at // '';
+	my $h = IPC::Run::start([ 'chash_move', '--verbose', '--lease', '2', '--directory', 'orgs',
+							  $dir->connstr('postgres') ], '>', \$out, '2>', \$err);
+	return { h => $h, err => \$err, started => time };
+}
+
+# Writes while the mover runs; kills it after $kill_after seconds if given,
+# restarts $restart after a second if given.  Returns the exit status.
+sub write_while_moving
+{
+	my ($mover, $kill_after, $restart) = @_;
+	while ($mover->{h}->pumpable)
+	{
+		write_once();
+		$mover->{h}->pump_nb;
+		if ($restart && time - $mover->{started} > 0.5)
+		{
+			$shard{$restart}->restart;
+			note "restarted $restart";
+			undef $restart;
+		}
+		if ($kill_after && time - $mover->{started} > $kill_after)
+		{
+			$mover->{h}->signal('KILL');
+			undef $kill_after;
+		}
+	}
+	$mover->{h}->finish;
+	my $rc = $mover->{h}->full_result;
+	my $status = $rc & 127 ? 'signal ' . ($rc & 127) : $rc >> 8;
+	note "chash_move: $status\n${$mover->{err}}";
+	return $status;
+}
+
+is(write_while_moving(start_mover('copied')), 'signal 9', 'the mover is killed after copying a step');
+is($dir->safe_psql('postgres', "SELECT progress FROM chash_step_lease WHERE migration = $m4"), 'copied',
+	'its lease records how far the step got');
+write_once() for 1 .. 20;
+is(write_while_moving(start_mover('completed')), 'signal 9', 'a rerun is killed after completing a step');
+write_once() for 1 .. 20;
+my $status = write_while_moving(start_mover(), 1, 's2');
+note "third run (restart of s2, killed after 1 s): $status";
+my $runs = 0;
+do { $status = write_while_moving(start_mover()); $runs++ } until $status eq '0' || $runs >= 10;
+is($status, '0', "reruns take over and finish the migration ($runs runs)");
+write_once() for 1 .. 20;
+is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m4"), 'done', 'the migration is done');
+is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_plan_rebalance('orgs')}), '0', 'the plan is empty');
+is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
+ok($acked > 100, "the client wrote all along ($acked acknowledged writes, $refused refused while fenced)");
+$client->quit;
+
+# Every acknowledged write exactly once, on the shard its tenant routes to.
+{
+	wait_applied($_) for values %shard;
+	my %found;
+	for my $s (sort keys %shard)
+	{
+		for my $row (split /\n/, $shard{$s}->safe_psql('postgres',
+				q{SELECT org_id || '/' || id || ' ' || payload || ' ' || chash_route('orgs', org_id) FROM accounts WHERE id >= 1000000}))
+		{
+			my ($key, $payload, $route) = split / /, $row;
+			push @{ $found{$key} }, "$s $payload $route";
+		}
+	}
+	my ($lost, $twice, $stale, $misplaced) = (0, 0, 0, 0);
+	for my $key (keys %ledger)
+	{
+		my $rows = $found{$key} // [];
+		if (!defined $ledger{$key})
+		{
+			$stale++ if @$rows;
+			next;
+		}
+		if (!@$rows) { $lost++; next; }
+		$twice++ if @$rows > 1;
+		my ($s, $payload, $route) = split / /, $rows->[0];
+		$stale++ if $payload ne $ledger{$key};
+		$misplaced++ if $s ne $route;
+	}
+	$stale += grep { !exists $ledger{$_} } keys %found;
+	is($lost, 0, 'no acknowledged write is lost');
+	is($twice, 0, 'no row is there twice');
+	is($stale, 0, 'every row has its last acknowledged payload, deleted rows are gone');
+	is($misplaced, 0, 'every written row is on the shard its tenant routes to');
+	check_placement('after the fourth shard', $accounts + scalar(grep { defined } values %ledger), $profiles);
+}
+
+done_testing();
