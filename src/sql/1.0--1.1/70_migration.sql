@@ -346,9 +346,9 @@ BEGIN
     UPDATE @extschema@.chash_migration_step s
        SET state = 'pending', claimed_by = NULL, started_at = NULL
      WHERE s.migration = $1 AND s.step = $2;
-    -- A mover holding the step loses it (its next call says so); the rows
-    -- it may have left on the target are deleted by the next claim's copy.
-    DELETE FROM @extschema@.chash_step_lease l WHERE l.migration = $1 AND l.step = $2;
+    -- A mover holding the step loses its lease (trigger
+    -- chash_step_lease_forget; its next call says so); the rows it may have
+    -- left on the target are deleted by the next claim's copy.
 END
 $$;
 

@@ -260,3 +260,22 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.chash_step_lease_finish(bigint, int, text) IS
     'drops the lease of a done (or cancelled) step once the holder has left its rows on one shard only';
+
+-- A step released (back to pending) forgets its lease.  A trigger, so that
+-- a role that may change steps needs no grant on the mover's bookkeeping
+-- (an operator role of 1.0 keeps working after the update); SECURITY
+-- DEFINER with search_path pinned, and trigger functions cannot be called
+-- directly.
+CREATE FUNCTION @extschema@.chash_step_lease_forget() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM @extschema@.chash_step_lease l
+     WHERE l.migration = NEW.migration AND l.step = NEW.step;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_step_lease_forget() IS
+    'trigger: a step released back to pending loses its mover lease';
+CREATE TRIGGER chash_step_lease_forget AFTER UPDATE OF state ON @extschema@.chash_migration_step
+    FOR EACH ROW WHEN (NEW.state = 'pending' AND OLD.state IS DISTINCT FROM 'pending')
+    EXECUTE FUNCTION @extschema@.chash_step_lease_forget();
