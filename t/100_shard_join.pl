@@ -50,7 +50,7 @@ $_->safe_psql('postgres', "CREATE EXTENSION chash; $helper") for ($dir, @shards)
 $dir->safe_psql('postgres', q{
     CREATE ROLE chash_replicator LOGIN REPLICATION;
     GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
-        chash_migration, chash_migration_step, chash_table TO chash_replicator;
+        chash_migration, chash_migration_step, chash_table, chash_directory_change TO chash_replicator;
     SELECT chash_directory_publish();
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 64);
     SELECT chash_create_directory('ids', ARRAY['a', 'b'], 64, 'pg_hash', key_type => 'bigint');

@@ -43,7 +43,7 @@ $dir->safe_psql('postgres', q{
     CREATE EXTENSION chash;
     CREATE ROLE chash_replicator LOGIN REPLICATION;
     GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
-        chash_migration, chash_migration_step, chash_table TO chash_replicator;
+        chash_migration, chash_migration_step, chash_table, chash_directory_change TO chash_replicator;
     SELECT chash_directory_publish();
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
     SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
