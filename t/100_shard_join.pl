@@ -279,8 +279,8 @@ like($shards[1]->safe_psql('postgres', qq{SELECT message_of(\$q\$SELECT chash_sh
 	'a directory database without the publication: 55000');
 is($dir->safe_psql('postgres', $slots_on_dir), 'none', 'no publication: no slot left on the directory database');
 $dir->safe_psql('postgres', q{SELECT chash_directory_publish(); SELECT chash_directory_publish()});
-is($dir->safe_psql('postgres', q{SELECT count(*) FROM pg_publication_tables WHERE pubname = 'chash_directory'}), '7',
-	'chash_directory_publish() publishes the seven tables, also when run twice');
+is($dir->safe_psql('postgres', q{SELECT count(*) FROM pg_publication_tables WHERE pubname = 'chash_directory'}), '8',
+	'chash_directory_publish() publishes the eight tables, also when run twice');
 
 $session->quit;
 note(sprintf('100_shard_join took %.1f s', time - $t0));
