@@ -195,11 +195,13 @@ BEGIN
                claimed_by = pg_catalog.concat_ws(' ',
                    NULLIF(pg_catalog.current_setting('application_name'), ''),
                    'pid ' || pg_catalog.pg_backend_pid())
-          FROM (SELECT p.migration, p.step FROM @extschema@.chash_migration_step p
-                 WHERE p.migration = $1 AND p.state = 'pending'
-                 ORDER BY p.step LIMIT 1
-                   FOR UPDATE SKIP LOCKED) c
-         WHERE s.migration = c.migration AND s.step = c.step
+         -- a scalar subquery runs once (an InitPlan); a joined one may be
+         -- rescanned and, with SKIP LOCKED, claim a second step
+         WHERE s.migration = $1
+           AND s.step = (SELECT p.step FROM @extschema@.chash_migration_step p
+                          WHERE p.migration = $1 AND p.state = 'pending'
+                          ORDER BY p.step LIMIT 1
+                            FOR UPDATE SKIP LOCKED)
         RETURNING s.step, s.slot, s.tenant, s.from_shard, s.to_shard)
         SELECT * FROM claimed;
 END
