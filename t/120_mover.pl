@@ -13,6 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
+use JSON::PP qw(decode_json);
 
 my $tenants = 3000;
 
@@ -25,6 +26,8 @@ for my $name (qw(s1 s2 s3))
 {
 	$shard{$name} = PostgreSQL::Test::Cluster->new($name);
 	$shard{$name}->init;
+	# the statement guard (a stale UPDATE or DELETE that finds no row)
+	$shard{$name}->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'");
 	$shard{$name}->start;
 }
 
@@ -188,7 +191,7 @@ for my $s (sort keys %shard)
 	is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m3"), 'pending',
 		'the step is released, not completed');
 	is($dir->safe_psql('postgres', q{SELECT chash_route('orgs', 'org-5')}), $from, 'the source still owns the tenant');
-	is($shard{$to}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'org-5'}), '0',
+	is($shard{$to}->safe_psql('postgres', q{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = 'org-5'}), '0',
 		'nothing is left on the target');
 	is($shard{$from}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'org-5'}), '3',
 		'the rows are on the source');
@@ -200,15 +203,20 @@ for my $s (sort keys %shard)
 	check_placement('after the tenant moved', $accounts, $profiles);
 }
 
-# ---- a fourth shard, while a client writes; the mover killed and rerun ----
+# ---- a fourth shard, while clients write; the mover killed and rerun ----
 #
-# The client routes each write through the directory database and holds the
-# tenant's step in flight FOR SHARE until its write on the shard has
-# committed, so a fence waits for it: the barrier chash_shard_wait_fence
-# gives clients of the guard (which this client does not need).  A fenced
-# step refuses the write (retried later), as the guard's 40001 does.
+# Two clients write straight to the shards, each write acknowledged or
+# refused by the guard there: the fresh client routes every write through
+# the directory database; the stale client routes from a
+# chash_directory_snapshot taken before the migration (overrides, then the
+# slot runs, as a client library would) and takes a new snapshot only when
+# a shard refuses it as misrouted (SH001).  A fenced write (40001) is
+# counted and not retried.  Updates and deletes fix the tenant in their
+# WHERE clause, so on a shard the tenant has left they must be refused
+# (the statement guard), never find no row.
 $shard{s4} = PostgreSQL::Test::Cluster->new('s4');
 $shard{s4}->init;
+$shard{s4}->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'");
 $shard{s4}->start;
 $shard{s4}->safe_psql('postgres', $tables);
 {
@@ -217,20 +225,62 @@ $shard{s4}->safe_psql('postgres', $tables);
 	$shard{s4}->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', 's4', '$dirconn')});
 	wait_applied($_) for values %shard;
 }
+
+# The stale client's routing: the slot of each tenant (fixed at creation)
+# and a snapshot of the directory.
+my %tenant_slot = map { split /\|/ } split /\n/, $dir->safe_psql('postgres',
+	qq{SELECT 'org-' || g || '|' || chash_tenant_slot('org-' || g, 64) FROM generate_series(1, $tenants) g});
+my ($snapshot, $snapshots);
+sub take_snapshot
+{
+	$snapshot = decode_json($dir->safe_psql('postgres', q{SELECT chash_directory_snapshot('orgs')}));
+	$snapshots++;
+}
+sub snapshot_route
+{
+	my ($tenant) = @_;
+	return $snapshot->{overrides}{$tenant} if exists $snapshot->{overrides}{$tenant};
+	my $slot = $tenant_slot{$tenant};
+	for my $run (@{ $snapshot->{slots} })
+	{
+		return $run->[2] if $slot >= $run->[0] && $slot <= $run->[1];
+	}
+	die "slot $slot of $tenant is in no run of the snapshot";
+}
+take_snapshot();
+my $stale_version = $snapshot->{version};
+
 my $m4 = $dir->safe_psql('postgres', q{SELECT chash_migration_start('orgs')});
 
 my %ledger;		# "tenant/id" => payload, or undef once deleted
-my ($acked, $refused, $next_id) = (0, 0, 1_000_000);
+my %count = map { $_ => 0 } qw(acked fenced moved misrouted down);
+my %next_id = (fresh => 1_000_000, stale => 2_000_000);
 my $client = $dir->background_psql('postgres');
+
+# One write on a shard: 'ok' with its output, 'moved' (SH001), 'fenced'
+# (40001) or 'down' (the shard restarting: not acknowledged).
+sub shard_write
+{
+	my ($route, $sql) = @_;
+	my ($out, $err) = ('', '');
+	my $rc = $shard{$route}->psql('postgres', "\\set VERBOSITY verbose\n$sql", stdout => \$out, stderr => \$err);
+	return ('ok', $out) if $rc == 0;
+	return ('moved') if $err =~ /ERROR:  SH001:/;
+	return ('fenced') if $err =~ /ERROR:  40001:/;
+	die "write on $route failed: $err" if $err =~ /ERROR:/ && $err !~ /terminat|shut|connect/i;
+	return ('down');
+}
+
 sub write_once
 {
+	my ($who) = @_;
 	my $tenant = 'org-' . (1 + int(rand($tenants)));
 	my @mine = grep { defined $ledger{$_} } keys %ledger;
 	my $kind = @mine < 20 || rand() < 0.6 ? 'insert' : rand() < 0.6 ? 'update' : 'delete';
-	my ($key, $sql);
+	my $key;
 	if ($kind eq 'insert')
 	{
-		$key = "$tenant/" . $next_id++;
+		$key = "$tenant/" . $next_id{$who}++;
 	}
 	else
 	{
@@ -238,34 +288,32 @@ sub write_once
 		($tenant) = split m{/}, $key;
 	}
 	my (undef, $id) = split m{/}, $key;
-	my $payload = "w$acked";
-	$sql = $kind eq 'insert' ? "INSERT INTO accounts VALUES ('$tenant', $id, '$payload') RETURNING 1"
+	my $payload = "$who$count{acked}";
+	my $sql = $kind eq 'insert' ? "INSERT INTO accounts VALUES ('$tenant', $id, '$payload') RETURNING 1"
 	  : $kind eq 'update' ? "UPDATE accounts SET payload = '$payload' WHERE org_id = '$tenant' AND id = $id RETURNING 1"
 	  : "DELETE FROM accounts WHERE org_id = '$tenant' AND id = $id RETURNING 1";
-	my $held = $client->query_safe(qq{
-        BEGIN;
-        SELECT s.state FROM chash_migration_step s JOIN chash_migration m ON m.id = s.migration
-         WHERE m.directory = 'orgs' AND m.status = 'running' AND s.state IN ('pending', 'copying', 'fenced')
-           AND (s.slot = chash_slot('orgs', '$tenant') OR s.tenant = '$tenant')
-           FOR SHARE OF s;
-        SELECT 'route ' || chash_route('orgs', '$tenant');});
-	if ($held =~ /fenced/)
+	my ($result, $out);
+	for my $try (1, 2)
 	{
-		$client->query_safe('ROLLBACK');
-		$refused++;
+		my $route = $who eq 'stale' ? snapshot_route($tenant)
+		  : $client->query_safe("SELECT chash_route('orgs', '$tenant')");
+		($result, $out) = shard_write($route, $sql);
+		last unless $result eq 'moved' && $who eq 'stale';
+		$count{misrouted}++;
+		take_snapshot();
+	}
+	if ($result ne 'ok')
+	{
+		$count{$result}++;
 		return;
 	}
-	my ($route) = $held =~ /route (\S+)/;
-	my ($rc, $out) = $shard{$route}->psql('postgres', $sql);
-	$client->query_safe('COMMIT');
-	return if $rc != 0;    # not acknowledged (a shard restarting)
 	if ($out ne '1')
 	{
-		fail("$kind of $key on $route found no row");
+		fail("$kind of $key by the $who client found no row");
 		return;
 	}
 	$ledger{$key} = $kind eq 'delete' ? undef : $payload;
-	$acked++;
+	$count{acked}++;
 }
 
 # Starts chash_move in the background; returns the handle.
@@ -286,7 +334,7 @@ sub write_while_moving
 	my ($mover, $kill_after, $restart) = @_;
 	while ($mover->{h}->pumpable)
 	{
-		write_once();
+		write_once($_) for qw(fresh stale);
 		$mover->{h}->pump_nb;
 		if ($restart && time - $mover->{started} > 0.5)
 		{
@@ -310,19 +358,23 @@ sub write_while_moving
 is(write_while_moving(start_mover('copied')), 'signal 9', 'the mover is killed after copying a step');
 is($dir->safe_psql('postgres', "SELECT progress FROM chash_step_lease WHERE migration = $m4"), 'copied',
 	'its lease records how far the step got');
-write_once() for 1 .. 20;
+write_once($_) for map { qw(fresh stale) } 1 .. 10;
 is(write_while_moving(start_mover('completed')), 'signal 9', 'a rerun is killed after completing a step');
-write_once() for 1 .. 20;
+write_once($_) for map { qw(fresh stale) } 1 .. 10;
 my $status = write_while_moving(start_mover(), 1, 's2');
 note "third run (restart of s2, killed after 1 s): $status";
 my $runs = 0;
 do { $status = write_while_moving(start_mover()); $runs++ } until $status eq '0' || $runs >= 10;
 is($status, '0', "reruns take over and finish the migration ($runs runs)");
-write_once() for 1 .. 20;
+write_once($_) for map { qw(fresh stale) } 1 .. 10;
 is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m4"), 'done', 'the migration is done');
 is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_plan_rebalance('orgs')}), '0', 'the plan is empty');
 is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
-ok($acked > 100, "the client wrote all along ($acked acknowledged writes, $refused refused while fenced)");
+ok($count{acked} > 50, "the clients wrote all along ($count{acked} acknowledged writes, "
+	  . "$count{fenced} refused while fenced, $count{moved} sent to a shard that had not applied the move yet, "
+	  . "$count{down} while a shard restarted)");
+ok($count{misrouted} > 0 && $snapshots > 1,
+	"the stale client was refused $count{misrouted} times and took $snapshots snapshots (the first at version $stale_version)");
 $client->quit;
 
 # Every acknowledged write exactly once, on the shard its tenant routes to.
