@@ -343,8 +343,38 @@ is($shard{s2}->safe_psql('postgres', qq{
 	'the dead run left its publication and slot on the source');
 is($shard{s1}->safe_psql('postgres', "SELECT count(*) FROM pg_subscription WHERE subname = '$name'"), '1',
 	'and its subscription on the target');
+
+# The rerun meets a target that lags at the fence: the source applies the
+# fence 0.3 s late, so it admits writes the target (which has the fence)
+# applies late, and the first of those is held 0.5 s more there.  Only a
+# mover that waits for the source's WAL position after the fence sees them.
+$shard{s2}->safe_psql('postgres', q{
+    CREATE FUNCTION slow_fence() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$;
+    CREATE TRIGGER slow_fence BEFORE UPDATE ON chash_migration_step FOR EACH ROW
+        WHEN (NEW.state = 'fenced' AND NEW.tenant = 'whale') EXECUTE FUNCTION slow_fence();
+    ALTER TABLE chash_migration_step ENABLE REPLICA TRIGGER slow_fence;});
+$shard{s1}->safe_psql('postgres', q{
+    CREATE TABLE slept (at timestamptz);
+    -- (the apply worker runs with an empty search_path)
+    CREATE FUNCTION slow_apply() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT EXISTS (SELECT FROM public.slept)
+           AND EXISTS (SELECT FROM public.chash_migration_step WHERE tenant = 'whale' AND state = 'fenced') THEN
+            INSERT INTO public.slept VALUES (clock_timestamp());
+            PERFORM pg_sleep(0.5);
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER slow_apply BEFORE INSERT OR UPDATE ON accounts FOR EACH ROW
+        WHEN (NEW.org_id = 'whale' AND NEW.id >= 1000000) EXECUTE FUNCTION slow_apply();
+    ALTER TABLE accounts ENABLE REPLICA TRIGGER slow_apply;});
 ($rc, $err) = move_while_writing([ '--online', '--migration', $m ], $whale_or_small);
 is($rc, 0, 'a rerun takes the step over and finishes');
+is($shard{s1}->safe_psql('postgres', 'SELECT count(*) FROM slept'), '1',
+	'the target applied a write admitted before the fence after it had the fence');
+$shard{s2}->safe_psql('postgres', 'DROP TRIGGER slow_fence ON chash_migration_step');
+$shard{s1}->safe_psql('postgres', 'DROP TRIGGER slow_apply ON accounts');
 is($route_orgs->('whale'), 's1', 'the whale routes to s1');
 check_rows('after the takeover', 'orgs', q{org_id = 'whale'}, $is_whale, $whale_rows);
 check_rows('small tenants', 'orgs', q{org_id <> 'whale'}, $is_small, 500);
