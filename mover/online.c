@@ -294,7 +294,8 @@ wait_slot(Server *src, const char *name, const char *lsn)
 				   name, src->name, lsn);
 			said = true;
 		}
-		usleep(2000);
+		/* a short wait is the usual one: it is writes refused */
+		usleep(now_seconds() - start < 0.5 ? 2000 : 20000);
 	}
 }
 

@@ -381,6 +381,16 @@ check_rows('small tenants', 'orgs', q{org_id <> 'whale'}, $is_small, 500);
 check_no_replication_objects('after the takeover');
 is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
 
+# ---- slot steps of an 'xxh64' directory fall back to blocking, said once ----
+$m = $dir->safe_psql('postgres', q{SELECT chash_migration_start('orgs', 'slots', 3)});
+($rc, $err) = move_while_writing([ '--online', '--migration', $m ], $whale_or_small);
+is($rc, 0, 'the xxh64 slot steps are moved');
+my $said = () = $err =~ /warning: slot steps of slot method "xxh64" are moved with writes blocked/g;
+is($said, 1, 'with --online, the fallback to blocking is said once');
+unlike($err, qr/ online, /, 'no slot step of the xxh64 directory moved online');
+check_rows('xxh64 slot steps', 'orgs', q{org_id <> 'whale'}, $is_small, 500);
+check_no_replication_objects('after the xxh64 slot steps');
+
 # ---- a slot step of the 'pg_hash' directory, online ----
 $m = $dir->safe_psql('postgres', q{SELECT chash_migration_start('items', 'slots', 1)});
 is($dir->safe_psql('postgres', "SELECT slot || ' ' || from_shard || ' ' || to_shard FROM chash_migration_step WHERE migration = $m"),
