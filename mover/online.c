@@ -270,16 +270,22 @@ wait_slot(Server *src, const char *name, const char *lsn)
 
 	for (;;)
 	{
-		PGresult   *res = query(src, "SELECT confirmed_flush_lsn >= $2::pg_lsn FROM pg_catalog.pg_replication_slots "
-								"WHERE slot_name = $1", 2, params);
+		PGresult   *res = query(src, "SELECT confirmed_flush_lsn >= $2::pg_lsn, wal_status = 'lost' "
+								"FROM pg_catalog.pg_replication_slots WHERE slot_name = $1", 2, params);
 		bool		reached;
 
 		if (res == NULL)
 			return false;
-		if (PQntuples(res) != 1)
+		if (PQntuples(res) != 1 || PQgetvalue(res, 0, 1)[0] == 't')
 		{
+			if (PQntuples(res) != 1)
+				report("error", "replication slot \"%s\" disappeared from shard \"%s\"", name, src->name);
+			else
+			{
+				report("error", "replication slot \"%s\" on shard \"%s\" lost the WAL it needs", name, src->name);
+				report("hint", "The step's catch-up outgrew max_slot_wal_keep_size there; raise it, or move the step without --online.");
+			}
 			PQclear(res);
-			report("error", "replication slot \"%s\" disappeared from shard \"%s\"", name, src->name);
 			return false;
 		}
 		reached = PQgetvalue(res, 0, 0)[0] == 't';
@@ -360,6 +366,8 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 {
 	char	   *name = online_name(step);
 	bool		ok = false;
+	double		begun = now_seconds();
+	bool		said = false;
 
 	for (;;)
 	{
@@ -383,6 +391,12 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 		if (!ok || now_seconds() - start < 0.1)
 			break;
 		ok = false;
+		if (!said && now_seconds() - begun > 60)
+		{
+			report("info", "step %d: the subscription on shard \"%s\" has copied the rows but lags behind shard \"%s\"; the step is fenced once it keeps up",
+				   step, tgt->name, src->name);
+			said = true;
+		}
 	}
 	free(name);
 	return ok;
