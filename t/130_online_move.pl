@@ -57,8 +57,22 @@ for my $d (qw(orgs items))
 	{
 		my $c = $shard{$name}->connstr('postgres');
 		$dir->safe_psql('postgres', qq{SELECT chash_set_shard('$d', '$name', server => \$\$$c\$\$)});
-		$shard{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('$d', '$name', '$dirconn')});
 	}
+}
+
+# Joins one directory at a time: a second join that reads chash_table
+# before the replica's first copy has it leaves its tables unguarded.
+sub join_shard
+{
+	my ($name) = @_;
+	for my $d (qw(orgs items))
+	{
+		$shard{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('$d', '$name', '$dirconn')});
+		wait_applied($shard{$name});
+	}
+	is($shard{$name}->safe_psql('postgres',
+			q{SELECT string_agg(directory || ' ' || guarded_tables::text, ', ' ORDER BY directory) FROM chash_shard_status}),
+		'items {public.items}, orgs {public.accounts}', "$name guards both tables");
 }
 
 sub wait_applied
@@ -71,7 +85,7 @@ sub wait_applied
           FROM chash_shard_status s JOIN (VALUES $want) w(directory, version) USING (directory)})
 	  or die $node->name . ' did not apply the directory';
 }
-wait_applied($shard{$_}) for qw(s1 s2);
+join_shard($_) for qw(s1 s2);
 
 # The pg_hash directory's step, known before the load: the slot that the
 # first step of a rebalance onto s3 moves gets 200,000 rows too, and a
@@ -81,7 +95,7 @@ wait_applied($shard{$_}) for qw(s1 s2);
 	$dir->safe_psql('postgres', qq{
         SELECT chash_add_shard('orgs', 's3', server => \$\$$c\$\$);
         SELECT chash_add_shard('items', 's3', server => \$\$$c\$\$);});
-	$shard{s3}->safe_psql('postgres', qq{SELECT chash_shard_join('$_', 's3', '$dirconn')}) for qw(orgs items);
+	join_shard('s3');
 }
 my ($hash_slot, $hash_from) = split /\|/,
   $dir->safe_psql('postgres', q{SELECT slot, from_shard FROM chash_plan_rebalance('items', 'slots', 1)});
