@@ -14,6 +14,10 @@
  * again (the target's transaction rolled back with the dead mover, or its
  * leftovers are deleted first), a copied one is verified again and
  * completed, a completed one only has its source rows deleted.
+ * With --online (online.c) a subscription copies the rows before the
+ * fence and streams their changes; after the fence the mover waits until
+ * the target has applied the source's WAL, then verifies; the
+ * subscription is gone before any source row is deleted.
  */
 #include <stdio.h>
 #include <stdlib.h>
