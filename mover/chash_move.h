@@ -25,6 +25,7 @@ typedef struct MoveOptions
 	long long	max_steps;		/* -1: no limit */
 	int			lease_seconds;
 	bool		verbose;
+	bool		online;			/* --online: copy by logical replication */
 	const char *conninfo;		/* the directory database */
 } MoveOptions;
 
@@ -35,6 +36,7 @@ extern void parse_options(int argc, char **argv);
 extern void report(const char *level, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 extern void report_result(const char *level, const char *what, const PGresult *res, const PGconn *conn);
 extern pthread_mutex_t output_lock;
+extern bool first_time(const char *key);
 
 /* ---- connection.c ---- */
 typedef struct Server
@@ -114,7 +116,7 @@ typedef enum ClaimResult
 
 extern ClaimResult lease_claim(Server *dir, ClaimedStep *step);
 extern bool lease_call(Server *dir, const char *function, int step, const char *extra);
-extern bool lease_record_copied(Server *dir, int step, long long rows, long long bytes);
+extern bool lease_record(Server *dir, int step, const char *progress, long long rows, long long bytes);
 extern void *lease_keeper(void *arg);
 extern void lease_hold(int step);
 extern void lease_unhold(int step);
@@ -130,6 +132,16 @@ typedef enum StepOutcome
 } StepOutcome;
 
 extern StepOutcome move_step(Server *dir, ClaimedStep *step);
+
+/* ---- online.c: steps moved by logical replication (--online) ---- */
+extern char *online_name(int step);
+extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target);
+extern bool online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
+							 const StepTarget *target, int step);
+extern bool online_streaming(Server *tgt, int step, int ntables);
+extern bool online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
+extern bool online_wait_applied(Server *src, int step);
+extern bool online_drop(Server *src, Server *tgt, int step);
 
 /* ---- progress.c ---- */
 typedef struct Counters

@@ -159,19 +159,20 @@ lease_call(Server *dir, const char *function, int step, const char *extra)
 	return true;
 }
 
+/* progress "subscribed", or "copied" with the rows and bytes copied (-1: not counted) */
 bool
-lease_record_copied(Server *dir, int step, long long rows, long long bytes)
+lease_record(Server *dir, int step, const char *progress, long long rows, long long bytes)
 {
 	char	   *id = text_of(migration.id);
 	char	   *stepno = text_of(step);
 	char	   *lease = lease_interval();
-	char	   *r = text_of(rows);
-	char	   *b = text_of(bytes);
-	const char *params[6] = {id, stepno, migration.holder, lease, r, b};
+	char	   *r = rows >= 0 ? text_of(rows) : NULL;
+	char	   *b = bytes >= 0 ? text_of(bytes) : NULL;
+	const char *params[7] = {id, stepno, migration.holder, progress, lease, r, b};
 	PGresult   *res;
 
-	res = query(dir, format_text("SELECT %s.chash_step_lease_record($1, $2::int, $3, 'copied', "
-								 "$4::interval, $5::bigint, $6::bigint)", dir->schema), 6, params);
+	res = query(dir, format_text("SELECT %s.chash_step_lease_record($1, $2::int, $3, $4, "
+								 "$5::interval, $6::bigint, $7::bigint)", dir->schema), 7, params);
 	free(id);
 	free(stepno);
 	free(lease);

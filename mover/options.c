@@ -9,7 +9,7 @@
 
 #include "chash_move.h"
 
-MoveOptions options = {0, NULL, 1, -1, 30, false, NULL};
+MoveOptions options = {0, NULL, 1, -1, 30, false, false, NULL};
 
 static void
 usage(void)
@@ -23,6 +23,8 @@ usage(void)
 	printf("  -j, --jobs=N            move N steps at once (default: 1)\n");
 	printf("  -n, --max-steps=N       stop after N steps\n");
 	printf("      --lease=SECONDS     how long a step stays held without renewal (default: 30)\n");
+	printf("      --online            copy with logical replication while writes go on;\n"
+		   "                          writes wait only for the final catch-up\n");
 	printf("  -v, --verbose           report every step\n");
 	printf("  -?, --help              show this help, then exit\n\n");
 	printf("DIRECTORY_CONNINFO is a libpq connection string or URI for the directory\n"
@@ -59,6 +61,7 @@ parse_options(int argc, char **argv)
 		{"jobs", required_argument, NULL, 'j'},
 		{"max-steps", required_argument, NULL, 'n'},
 		{"lease", required_argument, NULL, 'L'},
+		{"online", no_argument, NULL, 'O'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
@@ -88,6 +91,9 @@ parse_options(int argc, char **argv)
 				break;
 			case 'L':
 				options.lease_seconds = (int) parse_count("--lease", optarg, 1, 86400);
+				break;
+			case 'O':
+				options.online = true;
 				break;
 			case 'v':
 				options.verbose = true;

@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "chash_move.h"
@@ -54,4 +55,26 @@ report_result(const char *level, const char *what, const PGresult *res, const PG
 		report("detail", "%s", detail);
 	if (hint)
 		report("hint", "%s", hint);
+}
+
+/* For messages said once per run: true the first time a key is seen. */
+bool
+first_time(const char *key)
+{
+	static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+	static char **seen;
+	static int	nseen;
+	bool		first = true;
+
+	pthread_mutex_lock(&seen_lock);
+	for (int i = 0; i < nseen && first; i++)
+		if (strcmp(seen[i], key) == 0)
+			first = false;
+	if (first)
+	{
+		seen = realloc(seen, (nseen + 1) * sizeof(char *));
+		seen[nseen++] = format_text("%s", key);
+	}
+	pthread_mutex_unlock(&seen_lock);
+	return first;
 }

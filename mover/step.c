@@ -14,6 +14,10 @@
  * again (the target's transaction rolled back with the dead mover, or its
  * leftovers are deleted first), a copied one is verified again and
  * completed, a completed one only has its source rows deleted.
+ * With --online (online.c) a subscription copies the rows before the
+ * fence and streams their changes; after the fence the mover waits until
+ * the target has applied the source's WAL, then verifies; the
+ * subscription is gone before any source row is deleted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,29 +37,19 @@ typedef enum Verdict
 static __thread Server **shards;	/* pointers: callers keep them across lookups */
 static __thread int nshards;
 
-static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
-
 /* once per shard: no wait_fence there (the guard has not landed on it) */
 static void
 warn_no_wait_fence(Server *server)
 {
-	static char *warned[256];
-	static int	nwarned;
-	bool		found = false;
+	char	   *key = format_text("wait_fence\n%s", server->name);
 
-	pthread_mutex_lock(&warned_lock);
-	for (int i = 0; i < nwarned; i++)
-		if (strcmp(warned[i], server->name) == 0)
-			found = true;
-	if (!found && nwarned < 256)
-		warned[nwarned++] = format_text("%s", server->name);
-	pthread_mutex_unlock(&warned_lock);
-	if (!found)
+	if (first_time(key))
 	{
 		report("warning", "shard \"%s\" has no chash_shard_wait_fence(): writes it admitted before a fence are not waited for",
 			   server->name);
 		report("hint", "Update chash there with ALTER EXTENSION chash UPDATE.");
 	}
+	free(key);
 }
 
 static Server *
@@ -215,7 +209,7 @@ checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, c
 /* Both sides inside the transactions the caller opened. */
 static Verdict
 verify(Server *src, Server *tgt, TableInfo *tables, char **names, int ntables,
-	   const StepTarget *target, int step)
+	   const StepTarget *target, int step, long long *rows)
 {
 	for (int i = 0; i < ntables; i++)
 	{
@@ -240,6 +234,8 @@ verify(Server *src, Server *tgt, TableInfo *tables, char **names, int ntables,
 			PQclear(rt);
 			return VERDICT_ERROR;
 		}
+		if (rows != NULL)
+			*rows += atoll(PQgetvalue(rt, 0, 0));
 		v = (strcmp(PQgetvalue(rs, 0, 0), PQgetvalue(rt, 0, 0)) == 0
 			 && strcmp(PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 1)) == 0) ? VERDICT_SAME : VERDICT_DIFFERENT;
 		if (v == VERDICT_DIFFERENT)
@@ -505,7 +501,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		*rows += n;
 		counters_add(n, 0);
 	}
-	v = verify(src, tgt, tables, names, ntables, target, step);
+	v = verify(src, tgt, tables, names, ntables, target, step, NULL);
 	if (v == VERDICT_SAME)
 	{
 		/* commit the copy only while the step is still ours */
@@ -516,7 +512,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 			lease_unlock(dir, false);
 			v = VERDICT_ERROR;
 		}
-		else if (!lease_record_copied(dir, step, *rows, *bytes) || !lease_unlock(dir, true))
+		else if (!lease_record(dir, step, "copied", *rows, *bytes) || !lease_unlock(dir, true))
 		{
 			rollback(dir);
 			v = VERDICT_ERROR;	/* a takeover copies again */
@@ -531,9 +527,10 @@ out:
 	return v;
 }
 
-/* A takeover of a copied step: the target's rows are checked once more. */
+/* A takeover of a copied step, or an online copy: the target's rows are checked (once more). */
 static Verdict
-verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step)
+verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step,
+			 long long *rows)
 {
 	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
 	Verdict		v = VERDICT_ERROR;
@@ -543,7 +540,7 @@ verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const Ste
 			goto out;
 	if (command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 		&& command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-		v = verify(src, tgt, tables, names, ntables, target, step);
+		v = verify(src, tgt, tables, names, ntables, target, step, rows);
 out:
 	rollback(tgt);
 	rollback(src);
@@ -553,7 +550,7 @@ out:
 	return v;
 }
 
-/* Testing aid: CHASH_MOVE_CRASH_AT=fenced|copied|completed kills the process there, once. */
+/* Testing aid: CHASH_MOVE_CRASH_AT=subscribed|fenced|copied|completed kills the process there, once. */
 static void
 crash_point(const char *point)
 {
@@ -566,13 +563,14 @@ crash_point(const char *point)
 	raise(SIGKILL);
 }
 
-/* Gives a step in flight back: its copy off the target, then released. */
+/* Gives a step in flight back: its subscription dropped, its copy off the target, then released. */
 static void
-give_back(Server *dir, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step)
+give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step)
 {
 	if (!lease_lock(dir, step, "{copying,fenced}"))
 		return;					/* not ours any more, or done */
-	if (tgt != NULL && tgt->conn != NULL && server_open(tgt))
+	if (tgt != NULL && tgt->conn != NULL && server_open(tgt)
+		&& (src == NULL || !server_open(src) || online_drop(src, tgt, step)))
 		delete_rows(tgt, tables, ntables, target);
 	if (!lease_call(dir, "release", step, NULL) || !lease_unlock(dir, true))
 		rollback(dir);
@@ -589,7 +587,9 @@ move_step(Server *dir, ClaimedStep *cs)
 	const char *progress = cs->progress;
 	long long	rows = 0,
 				bytes = 0;
-	double		t_fence = 0,		/* writes refused from here */
+	bool		online = false; /* a subscription streams the step's rows */
+	double		t_stream = 0,	/* the subscription's copy and catch-up */
+				t_fence = 0,	/* writes refused from here */
 				t_copy0 = 0,
 				t_copy = 0,
 				t_done = 0;		/* to here */
@@ -604,6 +604,16 @@ move_step(Server *dir, ClaimedStep *cs)
 			lease_call(dir, "release", cs->step, NULL);
 		goto retry;
 	}
+
+	/*
+	 * The subscription of an earlier try of a fenced step is resumed when it
+	 * streams; any other is dropped first, before its publication could send
+	 * a deletion of the step's rows on the source to the target.
+	 */
+	if (strcmp(cs->state, "fenced") == 0 && options.online && online_streaming(tgt, cs->step, ntables))
+		online = true;
+	else if (!online_drop(src, tgt, cs->step))
+		goto retry;
 
 	if (strcmp(cs->state, "cancelled") == 0)
 	{
@@ -631,8 +641,26 @@ move_step(Server *dir, ClaimedStep *cs)
 
 	if (strcmp(cs->state, "done") != 0)
 	{
+		/* online: the subscription copies the rows and streams their changes while writes go on */
+		if (strcmp(cs->state, "copying") == 0 && options.online
+			&& online_usable(src, tgt, tables, ntables, &target))
+		{
+			double		t0 = now_seconds();
+
+			if (delete_rows(tgt, tables, ntables, &target) < 0
+				|| !online_subscribe(dir, src, tgt, tables, ntables, &target, cs->step)
+				|| !lease_record(dir, cs->step, "subscribed", -1, -1))
+				goto give_back;
+			progress = "subscribed";
+			crash_point("subscribed");
+			if (!online_wait_caught_up(src, tgt, cs->step, ntables))
+				goto give_back;
+			online = true;
+			t_stream = now_seconds() - t0;
+		}
+
 		/* 1. fence; wait until no write admitted before can commit on the source */
-		if (strcmp(progress, "claimed") == 0)
+		if (strcmp(progress, "claimed") == 0 || strcmp(progress, "subscribed") == 0)
 		{
 			if (!lease_call(dir, "fence", cs->step, ", $4::interval"))
 				goto retry;
@@ -664,7 +692,24 @@ move_step(Server *dir, ClaimedStep *cs)
 
 		/* 2 and 3 */
 		t_copy0 = now_seconds();
-		if (strcmp(progress, "fenced") == 0)
+		if (online)
+		{
+			/* the target has applied every write the source took; then verified */
+			Verdict		v = online_wait_applied(src, cs->step) ?
+				verify_again(src, tgt, tables, ntables, &target, cs->step, &rows) : VERDICT_ERROR;
+
+			if (v == VERDICT_DIFFERENT)
+			{
+				give_back(dir, src, tgt, tables, ntables, &target, cs->step);
+				outcome = STEP_FAILED;
+				goto out;
+			}
+			if (v != VERDICT_SAME || !lease_record(dir, cs->step, "copied", rows, -1))
+				goto give_back;
+			t_copy = now_seconds();
+			crash_point("copied");
+		}
+		else if (strcmp(progress, "fenced") == 0)
 		{
 			Verdict		v = copy_step(dir, src, tgt, tables, ntables, &target, cs->step, &rows, &bytes);
 
@@ -681,11 +726,11 @@ move_step(Server *dir, ClaimedStep *cs)
 		}
 		else
 		{
-			Verdict		v = verify_again(src, tgt, tables, ntables, &target, cs->step);
+			Verdict		v = verify_again(src, tgt, tables, ntables, &target, cs->step, NULL);
 
 			if (v == VERDICT_DIFFERENT)
 			{
-				give_back(dir, tgt, tables, ntables, &target, cs->step);
+				give_back(dir, src, tgt, tables, ntables, &target, cs->step);
 				outcome = STEP_FAILED;
 				goto out;
 			}
@@ -703,6 +748,10 @@ move_step(Server *dir, ClaimedStep *cs)
 		crash_point("completed");
 	}
 
+	/* the source's deletions must not reach the target */
+	if (online && !online_drop(src, tgt, cs->step))
+		goto retry;
+
 	/* the moved rows off the source, once it routes them to the target */
 	if (!wait_replica(src, cs->step, "{done}", "completion"))
 		goto retry;
@@ -719,7 +768,11 @@ move_step(Server *dir, ClaimedStep *cs)
 	pthread_mutex_unlock(&counters_lock);
 	if (options.verbose)
 	{
-		if (t_fence > 0)
+		if (t_fence > 0 && online)
+			report("info", "step %d: %s %s -> %s online, %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
+				   cs->step, cs->slot >= 0 ? "slot" : "tenant", cs->from_shard, cs->to_shard,
+				   rows, t_stream, t_copy - t_copy0, t_done - t_fence);
+		else if (t_fence > 0)
 			report("info", "step %d: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
 				   cs->step, cs->slot >= 0 ? "slot" : "tenant", cs->from_shard, cs->to_shard,
 				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence);
@@ -730,7 +783,7 @@ move_step(Server *dir, ClaimedStep *cs)
 	goto out;
 
 give_back:
-	give_back(dir, tgt, tables, ntables, &target, cs->step);
+	give_back(dir, src, tgt, tables, ntables, &target, cs->step);
 	outcome = stop_requested ? STEP_STOPPED : STEP_RETRY;
 	goto out;
 retry:

@@ -98,35 +98,19 @@ table_columns(Server *server, const TableInfo *table)
 	return columns;
 }
 
-/* ---- "says once" when a shard has no index for the step's rows ---- */
-static pthread_mutex_t said_lock = PTHREAD_MUTEX_INITIALIZER;
-static char **said;
-static int	nsaid;
-
+/* "says once" when a shard has no index for the step's rows */
 void
 check_slot_index(Server *server, const TableInfo *table)
 {
-	char	   *key = format_text("%s\n%s", server->name, table->table_name);
+	char	   *key = format_text("index\n%s\n%s", server->name, table->table_name);
 	const char *params[3];
 	char		count[16];
 	PGresult   *res;
-	bool		found = false;
+	bool		first = first_time(key);
 
-	pthread_mutex_lock(&said_lock);
-	for (int i = 0; i < nsaid; i++)
-		if (strcmp(said[i], key) == 0)
-			found = true;
-	if (!found)
-	{
-		said = realloc(said, (nsaid + 1) * sizeof(char *));
-		said[nsaid++] = key;
-	}
-	pthread_mutex_unlock(&said_lock);
-	if (found)
-	{
-		free(key);
+	free(key);
+	if (!first)
 		return;
-	}
 
 	/*
 	 * An index whose first column is chash_tenant_slot(column, slot_count,

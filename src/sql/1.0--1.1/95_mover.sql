@@ -11,8 +11,10 @@
 -- deletion of the moved rows on the source after the step is done; when
 -- the step is finished the row is deleted.
 --
--- progress: 'claimed' (copying, nothing on the target yet), 'fenced'
--- (writes refused; the copy follows), 'copied' (the rows are on the target,
+-- progress: 'claimed' (copying, nothing on the target yet), 'subscribed'
+-- (an online move: a subscription on the target copies and streams the
+-- step's rows; writes still go on), 'fenced' (writes refused; the copy or
+-- the last catch-up follows), 'copied' (the rows are on the target,
 -- verified and committed), 'completed' (the step is done; the rows are
 -- still to be deleted on the source).
 -- ---------------------------------------------------------------------------
@@ -23,7 +25,7 @@ CREATE TABLE @extschema@.chash_step_lease (
     holder text NOT NULL,
     lease_until timestamptz NOT NULL,
     progress text NOT NULL DEFAULT 'claimed'
-        CHECK (progress IN ('claimed', 'fenced', 'copied', 'completed')),
+        CHECK (progress IN ('claimed', 'subscribed', 'fenced', 'copied', 'completed')),
     rows bigint CHECK (rows >= 0),
     bytes bigint CHECK (bytes >= 0),
     updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
@@ -34,7 +36,7 @@ CREATE TABLE @extschema@.chash_step_lease (
 COMMENT ON TABLE @extschema@.chash_step_lease IS
     'the steps chash_move works on: who holds each, until when, and how far it got; not routing state';
 COMMENT ON COLUMN @extschema@.chash_step_lease.progress IS
-    'claimed, fenced, copied (on the target, verified) or completed (the source still has the rows)';
+    'claimed, subscribed (an online copy streams), fenced, copied (on the target, verified) or completed (the source still has the rows)';
 
 -- The lease row of a step, locked, when `holder` holds it (55006 otherwise).
 CREATE FUNCTION @extschema@.chash_step_lease_check(migration bigint, step int, holder text) RETURNS text
@@ -172,12 +174,16 @@ CREATE FUNCTION @extschema@.chash_step_lease_record(migration bigint, step int, 
 BEGIN
     PERFORM @extschema@.chash_require(ARRAY['migration', 'step', 'holder', 'progress', 'lease'],
                                       ARRAY[$1 IS NULL, $2 IS NULL, $3 IS NULL, $4 IS NULL, $5 IS NULL]);
-    IF $4 <> 'copied' THEN
+    IF $4 NOT IN ('subscribed', 'copied') THEN
         -- the other states change with the step's own state, in its functions
         RAISE EXCEPTION 'invalid progress "%"', $4
-            USING ERRCODE = '22023', DETAIL = 'Only "copied" is recorded on its own.';
+            USING ERRCODE = '22023', DETAIL = 'Only "subscribed" and "copied" are recorded on their own.';
     END IF;
-    PERFORM @extschema@.chash_step_lease_check($1, $2, $3);
+    IF @extschema@.chash_step_lease_check($1, $2, $3) NOT IN ('claimed', 'subscribed') AND $4 = 'subscribed' THEN
+        RAISE EXCEPTION 'step % of migration % is past its subscription', $2, $1
+            USING ERRCODE = '55000',
+                  DETAIL = 'Only a claimed step, not yet fenced, is copied by a subscription.';
+    END IF;
     UPDATE @extschema@.chash_step_lease l
        SET progress = $4, lease_until = pg_catalog.clock_timestamp() + $5,
            rows = COALESCE($6, l.rows), bytes = COALESCE($7, l.bytes),
@@ -186,7 +192,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.chash_step_lease_record(bigint, int, text, text, interval, bigint, bigint) IS
-    'records that the holder of the step''s lease has copied and verified its rows on the target';
+    'records that the holder of the step''s lease has subscribed the target to its rows, or copied and verified them there';
 
 CREATE FUNCTION @extschema@.chash_step_lease_complete(migration bigint, step int, holder text, lease interval)
     RETURNS void
