@@ -57,6 +57,8 @@ $dir->safe_psql('postgres', q{
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
     SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
     SELECT chash_add_table('orgs', 'public.later', 'org_id');
+    SELECT chash_create_directory('teams', ARRAY['s1', 's2'], 16);
+    SELECT chash_add_table('teams', 'public.team_items', 'team_id');
 });
 my $conninfo = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
 for my $node (@shards)
@@ -99,8 +101,43 @@ sub message
 }
 
 wait_applied('after join');
-is($shards[0]->safe_psql('postgres', q{SELECT guarded_tables, missing_tables FROM chash_shard_status}),
+is($shards[0]->safe_psql('postgres', q{SELECT guarded_tables, missing_tables FROM chash_shard_status WHERE directory = 'orgs'}),
 	'{public.accounts}|{public.later}', 'the joined shard guards the registered table it has and lists the one it lacks');
+
+# A join while the initial copy of an earlier one is applying the
+# registrations: in a new shard database the first join (directory
+# "blockers") is held in its initial copy, after the registration of
+# "teams" was applied and before the copy commits, by a session that locks
+# the table the copy must guard.  Meanwhile "teams" is joined.  Neither
+# may miss the other: the join waits for the copy.
+{
+	$shards[0]->safe_psql('postgres', 'CREATE DATABASE race');
+	$shards[0]->safe_psql('race', q{
+        CREATE EXTENSION chash;
+        CREATE TABLE team_items (team_id text, id bigint, PRIMARY KEY (team_id, id));
+        CREATE TABLE blocker (org_id text PRIMARY KEY);
+    });
+	$dir->safe_psql('postgres', q{
+        SELECT chash_create_directory('blockers', ARRAY['s1'], 4);
+        SELECT chash_add_table('blockers', 'public.blocker', 'org_id');
+    });
+	my $holder = $shards[0]->background_psql('race');
+	$holder->query_safe('BEGIN; LOCK blocker IN ACCESS EXCLUSIVE MODE;');
+	$shards[0]->safe_psql('race', qq{SELECT chash_shard_join('blockers', 's1', '$conninfo')});
+	ok($shards[0]->poll_query_until('race', q{SELECT count(*) > 0 FROM pg_locks WHERE NOT granted AND relation = 'blocker'::regclass}),
+		'the initial copy waits to guard the blocked table');
+	my $joiner = $shards[0]->background_psql('race');
+	$joiner->query_until(qr/joining/, qq{\\echo joining\nSELECT chash_shard_join('teams', 's1', '$conninfo');\n});
+	sleep(0.5);
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	ok($shards[0]->poll_query_until('race', q{SELECT count(*) = 2 AND bool_and(synced) FROM chash_shard_status}),
+		'both directories are joined and applied');
+	$joiner->quit;
+	is($shards[0]->safe_psql('race', q{SELECT string_agg(directory || ' ' || guarded_tables::text, ', ' ORDER BY directory) FROM chash_shard_status}),
+		'blockers {public.blocker}, teams {public.team_items}',
+		'a directory joined while the initial copy applies its registration guards its table');
+}
 
 # A tenant of each shard.
 my ($t1, $t2) = map {
@@ -216,10 +253,10 @@ is(state_of($shards[0], qq{INSERT INTO later VALUES ('$t2')}), 'SH001', 'a regis
 $shards[1]->safe_psql('postgres', q{CREATE TABLE notes (org_id text, n int PRIMARY KEY)});
 $dir->safe_psql('postgres', q{SELECT chash_add_table('orgs', 'public.notes', 'org_id')});
 wait_applied('after a registration');
-ok($shards[1]->poll_query_until('postgres', q{SELECT guarded_tables = '{public.accounts,public.notes}' FROM chash_shard_status}),
+ok($shards[1]->poll_query_until('postgres', q{SELECT guarded_tables = '{public.accounts,public.notes}' FROM chash_shard_status WHERE directory = 'orgs'}),
 	'a table registered after the join is guarded without a manual step');
 is(state_of($shards[1], qq{INSERT INTO notes VALUES ('$t2', 1)}), 'no error', 'its tenant is written');
-is($shards[0]->safe_psql('postgres', q{SELECT missing_tables FROM chash_shard_status}), '{public.notes}',
+is($shards[0]->safe_psql('postgres', q{SELECT missing_tables FROM chash_shard_status WHERE directory = 'orgs'}), '{public.notes}',
 	'the status view shows the registered table missing here');
 $dir->safe_psql('postgres', q{SELECT chash_drop_table('orgs', 'public.notes')});
 wait_applied('after unregistering');

@@ -142,6 +142,22 @@ $$;
 COMMENT ON FUNCTION @extschema@.chash_guard_sync(text) IS
     'guards every registered table of a directory this database is a shard of that exists here; returns how many are guarded';
 
+-- Waits for a join or leave in progress here and keeps new ones waiting
+-- until this transaction ends (they lock chash_shard_member in SHARE ROW
+-- EXCLUSIVE mode).  Without it, a registration applied while a join runs
+-- could be missed by both: the trigger below would not yet see the
+-- membership, and the join's chash_guard_sync not yet the registration.
+-- SECURITY DEFINER: the roles that register tables need no grant on
+-- chash_shard_member.
+CREATE FUNCTION @extschema@.chash_shard_member_wait() RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    LOCK TABLE @extschema@.chash_shard_member IN SHARE MODE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_shard_member_wait() IS
+    'waits for a chash_shard_join or chash_shard_leave in progress here; holds joins and leaves off until the transaction ends';
+
 -- Follows registrations, also as the apply worker applies them.  It never
 -- fails: an error here would stop the replication of the directory.  A
 -- table it could not guard shows as unguarded in chash_shard_status.
@@ -149,6 +165,7 @@ CREATE FUNCTION @extschema@.chash_table_follow() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     BEGIN
+        PERFORM @extschema@.chash_shard_member_wait();
         IF TG_OP IN ('UPDATE', 'DELETE') THEN
             PERFORM @extschema@.chash_unguard(OLD.directory, OLD.table_name);
         END IF;
