@@ -79,7 +79,14 @@ typedef struct RouteCall
 	char	   *name;
 	uint64		names_load;		/* the load names[] holds copies from */
 	text	  **names;			/* by shard index; NULL: not copied yet */
+	/* directory_latest: dir is the latest committed state while these hold */
+	bool		latest;
+	uint64		latest_changes;
+	uint64		latest_evictions;
 } RouteCall;
+
+/* Entries freed so far: an entry a RouteCall points at may be gone. */
+static uint64 evictions = 0;
 
 static uint64 load_counter = 0;
 
@@ -90,6 +97,7 @@ free_entry(RouteDirectory **link)
 
 	*link = dir->next;
 	ndirectories--;
+	evictions++;
 	/* fn_extra may point at it: the generation tells them to look again */
 	cache_generation++;
 	MemoryContextDelete(dir->context);
@@ -304,6 +312,7 @@ directory_for_call(FunctionCallInfo fcinfo, text *name)
 		fcinfo->flinfo->fn_extra = call;
 	}
 	call->dir = NULL;
+	call->latest = false;
 	call->dir = directory_lookup(name, snapshot);
 	if (call->name_capacity < len)
 	{
@@ -320,6 +329,36 @@ directory_for_call(FunctionCallInfo fcinfo, text *name)
 	call->curcid = snapshot->curcid;
 	call->completions = snapshot->snapXactCompletionCount;
 	return call->dir;
+}
+
+RouteDirectory *
+directory_latest(FunctionCallInfo fcinfo, text *name)
+{
+	RouteCall  *call = (RouteCall *) fcinfo->flinfo->fn_extra;
+	uint64		changes;
+	RouteDirectory *dir;
+
+	AcceptInvalidationMessages();
+	changes = directory_catalog_changes();
+	if (call != NULL && call->dir != NULL && call->latest &&
+		call->latest_changes == changes && call->latest_evictions == evictions &&
+		!call->dir->identity.own && own_change_lxid != MyProc->lxid &&
+		call->userid == GetUserId() &&
+		call->name_len == (int) VARSIZE_ANY_EXHDR(name) &&
+		memcmp(call->name, VARDATA_ANY(name), call->name_len) == 0)
+	{
+		call->dir->last_used = ++use_clock;
+		return call->dir;
+	}
+	PushActiveSnapshot(GetLatestSnapshot());
+	dir = directory_for_call(fcinfo, name);
+	PopActiveSnapshot();
+	call = (RouteCall *) fcinfo->flinfo->fn_extra;
+	/* counted before the read: an invalidation during it makes us read again */
+	call->latest = true;
+	call->latest_changes = changes;
+	call->latest_evictions = evictions;
+	return dir;
 }
 
 text *

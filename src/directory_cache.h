@@ -84,6 +84,19 @@ typedef struct RouteDirectory
 extern RouteDirectory *directory_for_call(FunctionCallInfo fcinfo, text *name);
 
 /*
+ * The latest committed state of the directory (with this transaction's
+ * own changes), for the guard and chash_route_for_write, which must not
+ * route by their transaction's snapshot.  Kept across transactions and
+ * read again only when an invalidation of the tables has arrived since:
+ * a commit sends its invalidations before it releases its locks, so a
+ * caller that waited for a lock the committer held sees its change.  A
+ * commit whose invalidations are still on their way may be missed; the
+ * fence's lock protocol (fence.c) never depends on one.  The tables are
+ * not locked when the cached state is used.
+ */
+extern RouteDirectory *directory_latest(FunctionCallInfo fcinfo, text *name);
+
+/*
  * The calling function's own copy of a shard name.  Made once per call
  * site and directory state, in fn_mcxt, which outlives every use of the
  * result (a CALL argument too), unlike the cache entry; a palloc per row

@@ -76,6 +76,12 @@ static const struct
 static DirectoryCatalog catalog;
 static bool catalog_valid = false;
 static bool callback_registered = false;
+/*
+ * Relcache invalidations of the tables received (or of anything, while
+ * their OIDs are unknown).  Every committed change of a directory sends
+ * one (the invalidation triggers), before its locks are released.
+ */
+static uint64 catalog_changes = 0;
 static char *schema_quoted = NULL;
 
 /* The transaction whose lock table holds our AccessShareLocks. */
@@ -84,8 +90,12 @@ static LocalTransactionId locked_lxid = InvalidLocalTransactionId;
 static void
 relcache_callback(Datum arg, Oid relid)
 {
+	/* OIDs unknown: any relation may be one of ours */
 	if (!catalog_valid)
+	{
+		catalog_changes++;
 		return;
+	}
 	if (relid != InvalidOid)
 	{
 		bool		ours = false;
@@ -96,8 +106,20 @@ relcache_callback(Datum arg, Oid relid)
 		if (!ours)
 			return;
 	}
+	catalog_changes++;
 	/* Dropped, re-created or moved: look them up again before the next use. */
 	catalog_valid = false;
+}
+
+uint64
+directory_catalog_changes(void)
+{
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(relcache_callback, (Datum) 0);
+		callback_registered = true;
+	}
+	return catalog_changes;
 }
 
 static Oid

@@ -74,6 +74,14 @@ extern const DirectoryCatalog *directory_catalog_open(void);
 /* The locks taken in an aborted subtransaction are gone: take them again. */
 extern void directory_catalog_forget_locks(void);
 
+/*
+ * A count that moves on with every invalidation of the tables this
+ * backend has read (after AcceptInvalidationMessages): while it stands
+ * still, no change of a directory committed since, but for one whose
+ * commit is still sending its invalidations.
+ */
+extern uint64 directory_catalog_changes(void);
+
 /* The extension's schema, quoted for SQL text. */
 extern const char *directory_schema_quoted(void);
 

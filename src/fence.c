@@ -7,7 +7,11 @@
  * shard) holds ShareLock on two lock tags until its transaction ends: one
  * for the tenant's slot, one for the tenant.  It takes them before it
  * reads the latest committed state, and is admitted only if that state
- * shows no fence.  A fence sets the step fenced, then takes its tag in
+ * shows no fence.  That state is cached across transactions until an
+ * invalidation of the directory tables arrives (directory_latest); a
+ * commit sends its invalidations before it releases its locks, so a
+ * writer that waited for the fence's tag, or came after a fence whose
+ * committing transaction has ended, sees the fence.  A fence sets the step fenced, then takes its tag in
  * ExclusiveLock and holds it until it commits: it waits for every writer
  * admitted before, and writers that come in between wait for its commit
  * and then see the fence.  Writers of other slots and tenants hold other
@@ -122,28 +126,17 @@ lock_writer_tags(const char *dir, size_t dir_len, int32 slot, const char *tenant
 }
 
 RouteDirectory *
-fence_latest_directory(FunctionCallInfo fcinfo, text *name)
-{
-	RouteDirectory *dir;
-
-	PushActiveSnapshot(GetLatestSnapshot());
-	dir = directory_for_call(fcinfo, name);
-	PopActiveSnapshot();
-	return dir;
-}
-
-RouteDirectory *
 fence_admit_write(FunctionCallInfo fcinfo, text *name, const char *tenant, size_t len,
 				  TenantRoute *route)
 {
 	RouteDirectory *dir;
 
 	/* the slot is fixed at creation: any state gives it */
-	dir = fence_latest_directory(fcinfo, name);
+	dir = directory_latest(fcinfo, name);
 	route_tenant(dir, tenant, len, route);
 	lock_writer_tags(dir->name, dir->name_len, route->slot, route->tenant, route->tenant_len);
 	/* a fence committed while we waited for its tag is in this state */
-	dir = fence_latest_directory(fcinfo, name);
+	dir = directory_latest(fcinfo, name);
 	route_tenant(dir, tenant, len, route);
 	return dir;
 }
@@ -293,6 +286,16 @@ chash_shard_wait_fence(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	AtEOXact_GUC(true, level);
+
+	/*
+	 * The fence may be visible before the transaction that applied it has
+	 * sent its invalidations, and writers trust their cached state until
+	 * those arrive: wait for that transaction to end (it holds its lock on
+	 * the step table until then), so every writer admitted from here on
+	 * sees the fence.
+	 */
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, directory_catalog_open()->tables[T_STEP]);
+	WaitForLockers(tag, ShareLock, false);
 
 	if (is_slot)
 		slot_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir), slot);

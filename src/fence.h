@@ -13,12 +13,6 @@
 #include "route.h"
 
 /*
- * The directory as the latest committed state has it (not the calling
- * statement's snapshot), through fcinfo's routing cache.
- */
-extern RouteDirectory *fence_latest_directory(FunctionCallInfo fcinfo, text *name);
-
-/*
  * Admits a write of a tenant: takes the writer's tags for its slot and
  * tenant (held until the transaction ends), then routes it by the latest
  * committed state, which the caller checks.  Any fence that state does not

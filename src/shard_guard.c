@@ -124,7 +124,7 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 		dir = fence_admit_write(fcinfo, target->directory, tenant, len, &route);
 	else
 	{
-		dir = fence_latest_directory(fcinfo, target->directory);
+		dir = directory_latest(fcinfo, target->directory);
 		route_tenant(dir, tenant, len, &route);
 	}
 	SetUserIdAndSecContext(save_user, save_sec);

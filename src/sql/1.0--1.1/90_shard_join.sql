@@ -127,6 +127,26 @@ BEGIN
 END
 $$;
 
+-- The apply worker fires only row triggers enabled for replicas, so the
+-- invalidation the statement triggers send elsewhere (chash_directory_invalidate)
+-- is sent here by these: the guard trusts its cached latest state until
+-- one arrives (src/directory_cache.c, directory_latest).
+DO $$
+DECLARE
+    tab text;
+BEGIN
+    FOREACH tab IN ARRAY ARRAY['chash_directory', 'chash_shard', 'chash_slot', 'chash_override',
+                               'chash_migration', 'chash_migration_step'] LOOP
+        EXECUTE format($t$
+            CREATE TRIGGER %1$s_replica_invalidate AFTER INSERT OR UPDATE OR DELETE
+                ON @extschema@.%1$s
+                FOR EACH ROW EXECUTE FUNCTION @extschema@.chash_directory_invalidate();
+            ALTER TABLE @extschema@.%1$s ENABLE REPLICA TRIGGER %1$s_replica_invalidate;
+        $t$, tab);
+    END LOOP;
+END
+$$;
+
 CREATE FUNCTION @extschema@.chash_shard_join(directory text, shard text, directory_conninfo text DEFAULT NULL)
         RETURNS void
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
