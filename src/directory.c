@@ -1,6 +1,6 @@
 /*
  * directory.c - creating shard directories, canonical tenants, and the
- * trigger that invalidates routing caches (docs/directory.md)
+ * trigger that tells the routing cache of its own transaction's changes (docs/directory.md)
  *
  * The other management functions are SQL (src/sql/52_directory_functions.sql);
  * chash_create_directory is C because it validates the shard array the way
@@ -16,7 +16,6 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/inval.h"
 #include "utils/rel.h"
 #include "utils/uuid.h"
 
@@ -265,20 +264,20 @@ chash_tenant_canonical(PG_FUNCTION_ARGS)
 }
 
 /*
- * Statement trigger on every directory table: every backend (and, through
- * WAL, every hot standby) drops its routing cache when the change commits;
- * this backend does at its next command.
+ * Statement trigger on every directory table: this transaction's
+ * snapshots may now see states no directory row names (directory_cache.c).
+ * Other backends need no message: their caches follow the directory row
+ * (docs/directory.md).  A relcache invalidation here, as 1.0 sent, made
+ * every backend of the database look its catalog up again after every
+ * change of any directory; DDL on the tables sends its own.
  */
 Datum
 chash_directory_invalidate(PG_FUNCTION_ARGS)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("chash_directory_invalidate() must be called as a trigger")));
-	CacheInvalidateRelcache(trigdata->tg_relation);
 	directory_cache_note_own_change();
 	return PointerGetDatum(NULL);
 }

@@ -42,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "directory_apply.h"
 #include "directory_cache.h"
 #include "directory_catalog.h"
 #include "directory_load.h"
@@ -263,6 +264,13 @@ directory_lookup(text *name, Snapshot snapshot)
 				 errmsg("directory \"%.*s\" does not exist", chash_quote_len(n, len), n)));
 	identity_of(&row, snapshot, &id);
 
+	/* a catch-up that failed halfway left its state unusable */
+	for (RouteDirectory **link = &directories; *link != NULL;)
+		if ((*link)->broken)
+			free_entry(link);
+		else
+			link = &(*link)->next;
+
 	for (dir = directories; dir != NULL; dir = dir->next)
 		if (dir->name_len == len && memcmp(dir->name, n, len) == 0 &&
 			identity_equal(&dir->identity, &id))
@@ -270,6 +278,35 @@ directory_lookup(text *name, Snapshot snapshot)
 			dir->last_used = ++use_clock;
 			return dir;
 		}
+
+	/*
+	 * A committed state older than the one the snapshot sees catches up
+	 * from the change history (directory_apply.c), in place: the older
+	 * state is wanted again only by an older snapshot, which loads it.
+	 * Own changes may be visible: those load (their rows are not history).
+	 */
+	if (!id.own)
+	{
+		RouteDirectory *base = NULL;
+
+		for (dir = directories; dir != NULL; dir = dir->next)
+			if (dir->name_len == len && memcmp(dir->name, n, len) == 0 &&
+				!dir->identity.own && dir->version < row.version &&
+				(base == NULL || dir->version > base->version))
+				base = dir;
+		if (base != NULL)
+		{
+			/* fn_extra may point at it: the generation tells them to look again */
+			cache_generation++;
+			if (directory_catch_up(catalog, base, name, &row, snapshot))
+			{
+				base->identity = id;
+				base->load_id = ++load_counter;
+				base->last_used = ++use_clock;
+				return base;
+			}
+		}
+	}
 
 	dir = directory_load(catalog, name, &row, snapshot);
 	dir->identity = id;

@@ -70,8 +70,11 @@ typedef struct RouteDirectory
 	RouteShard *shards;
 	int32	   *slot_owner;		/* slot -> index into shards */
 	tenant_map	overrides;		/* canonical tenant -> index into shards */
+	uint32		overrides_removed;	/* since the map was built (their filter bits stay) */
 	RouteStep  *steps;			/* by step_ref.value */
 	step_index	step_index;
+	MemoryContext step_context; /* steps, refs and their index */
+	bool		broken;			/* a catch-up failed halfway: never use */
 } RouteDirectory;
 
 /*

@@ -103,6 +103,8 @@ relcache_callback(Datum arg, Oid relid)
 		for (int i = 0; i < T_COUNT; i++)
 			if (relid == catalog.tables[i])
 				ours = true;
+		if (relid == catalog.change_table)
+			ours = true;
 		if (!ours)
 			return;
 	}
@@ -199,8 +201,33 @@ lookup_catalog(void)
 		if (found.columns[i] != catalog.columns[i])
 			changed = true;
 	}
+	/* the history, if this version of the extension has one */
+	found.change_table = get_relname_relid("chash_directory_change", nsp);
+	found.change_index = get_relname_relid("chash_directory_change_pkey", nsp);
+	memset(found.change_columns, 0, sizeof(found.change_columns));
+	if (OidIsValid(found.change_table) && OidIsValid(found.change_index))
+	{
+		static const char *const names[CC_COUNT] = {"directory", "version", "kind", "key"};
+		static const Oid types[CC_COUNT] = {TEXTOID, INT8OID, TEXTOID, TEXTOID};
+
+		for (int i = 0; i < CC_COUNT; i++)
+		{
+			found.change_columns[i] = get_attnum(found.change_table, names[i]);
+			if (found.change_columns[i] == InvalidAttrNumber ||
+				get_atttype(found.change_table, found.change_columns[i]) != types[i])
+				found.change_table = InvalidOid;
+		}
+	}
+	if (!OidIsValid(found.change_table))
+		found.change_index = InvalidOid;
+	if (found.change_table != catalog.change_table || found.change_index != catalog.change_index ||
+		memcmp(found.change_columns, catalog.change_columns, sizeof(found.change_columns)) != 0)
+		changed = true;
 	if (changed)
 	{
+		catalog.change_table = found.change_table;
+		catalog.change_index = found.change_index;
+		memcpy(catalog.change_columns, found.change_columns, sizeof(found.change_columns));
 		memcpy(catalog.columns, found.columns, sizeof(found.columns));
 		memcpy(catalog.tables, found.tables, sizeof(found.tables));
 		memcpy(catalog.indexes, found.indexes, sizeof(found.indexes));
@@ -265,6 +292,8 @@ directory_catalog_open(void)
 		 */
 		for (int i = 0; i < T_COUNT; i++)
 			LockRelationOid(catalog.tables[i], AccessShareLock);
+		if (OidIsValid(catalog.change_table))
+			LockRelationOid(catalog.change_table, AccessShareLock);
 		if (catalog_valid)
 			locked_lxid = MyProc->lxid;
 	}

@@ -55,11 +55,29 @@ typedef enum DirectoryColumn
 	C_COUNT
 } DirectoryColumn;
 
+/*
+ * The change history (chash_directory_change: directory, version, kind,
+ * key), which lets a cached state catch up (directory_apply.c).  Optional:
+ * a database still at 1.0 has none, and routing then reloads.  Its rights
+ * are not checked: it names only keys of the tables checked above.
+ */
+typedef enum ChangeColumn
+{
+	CC_DIRECTORY,
+	CC_VERSION,
+	CC_KIND,
+	CC_KEY,
+	CC_COUNT
+} ChangeColumn;
+
 typedef struct DirectoryCatalog
 {
 	Oid			tables[T_COUNT];
 	Oid			indexes[T_COUNT];	/* the index each loader scans */
 	AttrNumber	columns[C_COUNT];
+	Oid			change_table;	/* InvalidOid: no history */
+	Oid			change_index;	/* (directory, version, kind, key) */
+	AttrNumber	change_columns[CC_COUNT];
 	uint64		epoch;			/* changes whenever the OIDs do */
 } DirectoryCatalog;
 

@@ -26,17 +26,6 @@
 /* Steps merged or tenants indexed between two interrupt checks. */
 #define LOAD_PIECE 65536
 
-/* What the loaders share while building one directory. */
-typedef struct Loader
-{
-	const DirectoryCatalog *catalog;
-	RouteDirectory *dir;
-	text	   *name;
-	Snapshot	snapshot;
-	tenant_map	shard_map;		/* shard name -> index into dir->shards */
-	int32		last_shard;		/* slots come in runs of one owner */
-} Loader;
-
 #define COLUMN(loader, c) ((loader)->catalog->columns[c])
 
 /* 55000 for a row of table that routing cannot use. */
@@ -153,8 +142,8 @@ directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapsho
 }
 
 /* The index of a shard named in a row; -1 when it is null or unknown. */
-static int32
-shard_index(Loader *loader, text *shard)
+int32
+directory_loader_shard_index(DirectoryLoader *loader, text *shard)
 {
 	RouteDirectory *dir = loader->dir;
 	const char *s;
@@ -177,9 +166,8 @@ shard_index(Loader *loader, text *shard)
 }
 
 /* The 55000 for a row whose shard shard_index() refused. */
-static void
-pg_attribute_noreturn()
-bad_shard(Loader *loader, const char *table, char *row_desc, text *shard)
+void
+directory_loader_bad_shard(DirectoryLoader *loader, const char *table, char *row_desc, text *shard)
 {
 	if (shard == NULL)
 		BAD_ROW(loader, table, "%s has a null shard.", row_desc);
@@ -188,8 +176,8 @@ bad_shard(Loader *loader, const char *table, char *row_desc, text *shard)
 }
 
 /* A tenant of a row: not null and in the key type's canonical form. */
-static text *
-checked_tenant(Loader *loader, text *tenant, const char *table, const char *row_desc)
+text *
+directory_loader_tenant(DirectoryLoader *loader, text *tenant, const char *table, const char *row_desc)
 {
 	if (tenant == NULL)
 		BAD_ROW(loader, table, "%s has a null tenant.", row_desc);
@@ -200,7 +188,7 @@ checked_tenant(Loader *loader, text *tenant, const char *table, const char *row_
 }
 
 static void
-load_shards(Loader *loader)
+load_shards(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
 	Relation	rel = table_open(loader->catalog->tables[T_SHARD], NoLock);
@@ -210,7 +198,6 @@ load_shards(Loader *loader)
 	SysScanDesc scan;
 	HeapTuple	tuple;
 	int			capacity = 16;
-	size_t		map_capacity;
 
 	dir->shards = palloc(sizeof(RouteShard) * capacity);
 	dir->nshards = 0;
@@ -246,9 +233,18 @@ load_shards(Loader *loader)
 	systable_endscan(scan);
 	table_close(rel, NoLock);
 
-	map_capacity = tenant_map_capacity(dir->nshards);
+	directory_loader_map_shards(loader);
+}
+
+void
+directory_loader_map_shards(DirectoryLoader *loader)
+{
+	RouteDirectory *dir = loader->dir;
+	size_t		map_capacity = tenant_map_capacity(dir->nshards);
+
 	tenant_map_init(&loader->shard_map, palloc0(sizeof(tenant_map_entry) * map_capacity),
 					map_capacity, NULL, 0);
+	loader->last_shard = -1;
 	for (int i = 0; i < dir->nshards; i++)
 	{
 		text	   *n = dir->shards[i].name;
@@ -256,12 +252,12 @@ load_shards(Loader *loader)
 		CHECK_FOR_INTERRUPTS();
 		if (!tenant_map_put(&loader->shard_map, xxh64_hash(VARDATA(n), VARSIZE(n) - VARHDRSZ, 0),
 							VARDATA(n), VARSIZE(n) - VARHDRSZ, i))
-			BAD_ROW(loader, table, "Shard %s appears more than once.", quoted(n));
+			BAD_ROW(loader, directory_table_names[T_SHARD], "Shard %s appears more than once.", quoted(n));
 	}
 }
 
 static void
-load_slots(Loader *loader)
+load_slots(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
 	Relation	rel = table_open(loader->catalog->tables[T_SLOT], NoLock);
@@ -308,9 +304,9 @@ load_slots(Loader *loader)
 		if (dir->slot_owner[slot] >= 0)
 			BAD_ROW(loader, table, "Slot %d has more than one row.", slot);
 		shard = nulls[shard_col - 1] ? NULL : DatumGetTextPP(values[shard_col - 1]);
-		dir->slot_owner[slot] = shard_index(loader, shard);
+		dir->slot_owner[slot] = directory_loader_shard_index(loader, shard);
 		if (dir->slot_owner[slot] < 0)
-			bad_shard(loader, table, psprintf("Slot %d", slot), shard);
+			directory_loader_bad_shard(loader, table, psprintf("Slot %d", slot), shard);
 		owned++;
 	}
 	systable_endscan(scan);
@@ -327,7 +323,7 @@ load_slots(Loader *loader)
 }
 
 static void
-load_overrides(Loader *loader)
+load_overrides(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
 	Relation	rel = table_open(loader->catalog->tables[T_OVERRIDE], NoLock);
@@ -352,7 +348,7 @@ load_overrides(Loader *loader)
 		text	   *shard = get_text(tuple, desc, COLUMN(loader, C_OVERRIDE_SHARD));
 
 		CHECK_FOR_INTERRUPTS();
-		checked_tenant(loader, tenant, table, "An override");
+		directory_loader_tenant(loader, tenant, table, "An override");
 		if (count == capacity)
 		{
 			capacity *= 2;
@@ -363,9 +359,9 @@ load_overrides(Loader *loader)
 		lens[count] = VARSIZE_ANY_EXHDR(tenant);
 		data[count] = palloc(lens[count] + 1);
 		memcpy(data[count], VARDATA_ANY(tenant), lens[count]);
-		shards[count] = shard_index(loader, shard);
+		shards[count] = directory_loader_shard_index(loader, shard);
 		if (shards[count] < 0)
-			bad_shard(loader, table, psprintf("The override of tenant %s", quoted(tenant)), shard);
+			directory_loader_bad_shard(loader, table, psprintf("The override of tenant %s", quoted(tenant)), shard);
 		count++;
 	}
 	systable_endscan(scan);
@@ -387,21 +383,27 @@ load_overrides(Loader *loader)
 	pfree(shards);
 }
 
-/* Reads the steps of one running migration; keeps those in flight. */
-static void
-load_migration_steps(Loader *loader, Relation rel, int64 migration,
-					 step_ref **refs, int *count, int *capacity)
+/*
+ * Reads the steps of one running migration (or its step only_step, when
+ * not 0); keeps those in flight, appending to refs and dir->steps.
+ */
+void
+directory_load_migration_steps(DirectoryLoader *loader, Relation rel, int64 migration,
+							   int32 only_step, step_ref **refs, int *count, int *capacity)
 {
 	RouteDirectory *dir = loader->dir;
 	TupleDesc	desc = RelationGetDescr(rel);
 	const char *table = directory_table_names[T_STEP];
-	ScanKeyData key;
+	ScanKeyData key[2];
 	SysScanDesc scan;
 	HeapTuple	tuple;
 
-	ScanKeyInit(&key, COLUMN(loader, C_STEP_MIGRATION), BTEqualStrategyNumber, F_INT8EQ,
+	ScanKeyInit(&key[0], COLUMN(loader, C_STEP_MIGRATION), BTEqualStrategyNumber, F_INT8EQ,
 				Int64GetDatum(migration));
-	scan = systable_beginscan(rel, loader->catalog->indexes[T_STEP], true, loader->snapshot, 1, &key);
+	ScanKeyInit(&key[1], COLUMN(loader, C_STEP_STEP), BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(only_step));
+	scan = systable_beginscan(rel, loader->catalog->indexes[T_STEP], true, loader->snapshot,
+							  only_step != 0 ? 2 : 1, key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		text	   *state = get_text(tuple, desc, COLUMN(loader, C_STEP_STATE));
@@ -455,7 +457,7 @@ load_migration_steps(Loader *loader, Relation rel, int64 migration,
 		}
 		else
 		{
-			checked_tenant(loader, tenant, table, row_desc);
+			directory_loader_tenant(loader, tenant, table, row_desc);
 			r->slot = -1;
 			r->tenant_len = VARSIZE_ANY_EXHDR(tenant);
 			r->tenant = memcpy(palloc(r->tenant_len + 1), VARDATA_ANY(tenant), r->tenant_len);
@@ -464,9 +466,9 @@ load_migration_steps(Loader *loader, Relation rel, int64 migration,
 		s->slot = r->slot;
 		s->fenced = text_equals(state, "fenced");
 		to_shard = get_text(tuple, desc, COLUMN(loader, C_STEP_TO_SHARD));
-		s->to_shard = shard_index(loader, to_shard);
+		s->to_shard = directory_loader_shard_index(loader, to_shard);
 		if (s->to_shard < 0)
-			bad_shard(loader, table, row_desc, to_shard);
+			directory_loader_bad_shard(loader, table, row_desc, to_shard);
 		pfree(row_desc);
 		(*count)++;
 	}
@@ -475,7 +477,7 @@ load_migration_steps(Loader *loader, Relation rel, int64 migration,
 
 /* Steps in flight: copying or fenced steps of running migrations. */
 static void
-load_steps(Loader *loader)
+load_steps(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
 	Relation	mrel = table_open(loader->catalog->tables[T_MIGRATION], NoLock);
@@ -487,11 +489,6 @@ load_steps(Loader *loader)
 	int			capacity = 16;
 	int			count = 0;
 	step_ref   *refs = palloc(sizeof(step_ref) * capacity);
-	step_ref   *sorted;
-	step_sort	sort;
-	size_t		ntenants;
-	size_t		map_capacity;
-	size_t		words;
 
 	dir->steps = palloc(sizeof(RouteStep) * capacity);
 	/* chash_migration_running indexes running migrations by directory */
@@ -514,11 +511,23 @@ load_steps(Loader *loader)
 					DatumGetInt64(id), status ? quoted(status) : "null");
 		if (!text_equals(status, "running"))
 			continue;
-		load_migration_steps(loader, srel, DatumGetInt64(id), &refs, &count, &capacity);
+		directory_load_migration_steps(loader, srel, DatumGetInt64(id), 0, &refs, &count, &capacity);
 	}
 	systable_endscan(scan);
 	table_close(srel, NoLock);
 	table_close(mrel, NoLock);
+	directory_index_steps(loader, refs, count);
+}
+
+void
+directory_index_steps(DirectoryLoader *loader, step_ref *refs, int count)
+{
+	RouteDirectory *dir = loader->dir;
+	step_ref   *sorted;
+	step_sort	sort;
+	size_t		ntenants;
+	size_t		map_capacity;
+	size_t		words;
 
 	/* Sorted in pieces: there are as many steps as the table holds. */
 	step_sort_begin(&sort, refs, palloc(sizeof(step_ref) * Max(count, 1)), count);
@@ -553,7 +562,7 @@ directory_load(const DirectoryCatalog *catalog, text *name, const DirectoryRow *
 												  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(context);
 	RouteDirectory *dir = palloc0(sizeof(RouteDirectory));
-	Loader		loader;
+	DirectoryLoader loader;
 
 	dir->context = context;
 	dir->name_len = VARSIZE_ANY_EXHDR(name);
@@ -574,7 +583,12 @@ directory_load(const DirectoryCatalog *catalog, text *name, const DirectoryRow *
 	load_shards(&loader);
 	load_slots(&loader);
 	load_overrides(&loader);
+	/* steps in a context of their own: a catch-up replaces them whole */
+	dir->step_context = AllocSetContextCreate(context, "chash directory steps",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(dir->step_context);
 	load_steps(&loader);
+	MemoryContextSwitchTo(context);
 
 	MemoryContextSwitchTo(old);
 	MemoryContextSetParent(context, CacheMemoryContext);

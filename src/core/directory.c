@@ -284,3 +284,45 @@ tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len, in
 		}
 	}
 }
+
+int
+tenant_map_remove(tenant_map *map, uint64_t hash, const char *key, uint32_t len)
+{
+	uint32_t	i;
+
+	if (map->count == 0)
+		return 0;
+	for (i = (uint32_t) hash & map->mask;; i = (i + 1) & map->mask)
+	{
+		tenant_map_entry *e = &map->entries[i];
+
+		if (e->key == NULL)
+			return 0;
+		if (e->hash == hash && e->len == len && memcmp(e->key, key, len) == 0)
+			break;
+	}
+
+	/*
+	 * Backward-shift deletion: move up every later entry of the cluster
+	 * whose home is not between the hole and it, so probes never meet a
+	 * hole before their key.  The filter keeps the key's bits (it may only
+	 * err towards "maybe").
+	 */
+	for (uint32_t j = (i + 1) & map->mask;; j = (j + 1) & map->mask)
+	{
+		tenant_map_entry *e = &map->entries[j];
+		uint32_t	home;
+
+		if (e->key == NULL)
+			break;
+		home = (uint32_t) e->hash & map->mask;
+		if (((j - home) & map->mask) >= ((j - i) & map->mask))
+		{
+			map->entries[i] = *e;
+			i = j;
+		}
+	}
+	map->entries[i].key = NULL;
+	map->count--;
+	return 1;
+}

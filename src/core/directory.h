@@ -124,6 +124,9 @@ void		tenant_map_init(tenant_map *map, tenant_map_entry *entries, size_t capacit
 int			tenant_map_put(tenant_map *map, uint64_t hash, const char *key, uint32_t len,
 						   int32_t value);
 
+/* Removes a key; returns 1 when it was there, 0 when not. */
+int			tenant_map_remove(tenant_map *map, uint64_t hash, const char *key, uint32_t len);
+
 /* Filter bit `which` (0 or 1) of a hash: from bits 40..63 and 16..39,
  * independent of each other and of the table index (the low bits). */
 static inline uint32_t

@@ -430,7 +430,85 @@ test_map(void)
 	CHECK(ok);
 	CHECK(tenant_map_get(&map, 3, S("t3x")) == NULL);
 	CHECK(tenant_map_get(&map, 4, S("t3")) == NULL);
+
+	/* removing every third key leaves the others found, in long clusters */
+	CHECK(tenant_map_remove(&map, 3, S("t3x")) == 0);
+	for (int i = 0; i < 1000; i += 3)
+		CHECK(tenant_map_remove(&map, (uint64_t) (i % 37), keys[i], (uint32_t) strlen(keys[i])) == 1);
+	CHECK(tenant_map_remove(&map, 0, keys[0], (uint32_t) strlen(keys[0])) == 0);
+	CHECK(map.count == 1000 - 334);
+	ok = 1;
+	for (int i = 0; i < 1000; i++)
+	{
+		const tenant_map_entry *e = tenant_map_get(&map, (uint64_t) (i % 37), keys[i],
+												   (uint32_t) strlen(keys[i]));
+
+		if ((i % 3 == 0) != (e == NULL) || (e != NULL && e->value != (i == 5 ? 555 : i)))
+			ok = 0;
+	}
+	CHECK(ok);
+	/* and they can come back */
+	CHECK(tenant_map_put(&map, 0, keys[0], (uint32_t) strlen(keys[0]), 7) == 1);
+	CHECK(tenant_map_get(&map, 0, keys[0], (uint32_t) strlen(keys[0]))->value == 7);
 	free(entries);
+}
+
+/*
+ * Random puts and removals on a small map (16 entries, at most 8 keys),
+ * with hashes crowded at the top so clusters wrap past the end: after
+ * every operation the map holds exactly the keys a plain array says.
+ */
+static void
+test_map_remove_random(void)
+{
+	tenant_map_entry entries[16];
+	tenant_map	map;
+	char		keys[24][8];
+	uint64_t	hashes[24];
+	int			present[24] = {0};
+	int			count = 0;
+	uint64_t	rng = 42;
+	int			ok = 1;
+
+	memset(entries, 0, sizeof entries);
+	tenant_map_init(&map, entries, 16, NULL, 0);
+	for (int i = 0; i < 24; i++)
+	{
+		snprintf(keys[i], sizeof keys[i], "k%d", i);
+		hashes[i] = (uint64_t) (13 + i % 5);	/* homes 13 .. 17 = 1: wrap */
+	}
+	for (int op = 0; op < 20000 && ok; op++)
+	{
+		int			k;
+
+		rng = rng * 6364136223846793005u + 1442695040888963407u;
+		k = (int) ((rng >> 33) % 24);
+		if (present[k] || count == 8)
+		{
+			if (tenant_map_remove(&map, hashes[k], keys[k], (uint32_t) strlen(keys[k])) != present[k])
+				ok = 0;
+			count -= present[k];
+			present[k] = 0;
+		}
+		else
+		{
+			if (tenant_map_put(&map, hashes[k], keys[k], (uint32_t) strlen(keys[k]), k) != 1)
+				ok = 0;
+			present[k] = 1;
+			count++;
+		}
+		if ((int) map.count != count)
+			ok = 0;
+		for (int i = 0; i < 24; i++)
+		{
+			const tenant_map_entry *e = tenant_map_get(&map, hashes[i], keys[i],
+													   (uint32_t) strlen(keys[i]));
+
+			if (present[i] != (e != NULL) || (e != NULL && e->value != i))
+				ok = 0;
+		}
+	}
+	CHECK(ok);
 }
 
 /*
@@ -498,5 +576,6 @@ unit_main(void)
 	test_split();
 	test_split_vectors();
 	test_map();
+	test_map_remove_random();
 	test_map_filter();
 }
