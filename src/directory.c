@@ -16,6 +16,8 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/uuid.h"
 
@@ -264,20 +266,31 @@ chash_tenant_canonical(PG_FUNCTION_ARGS)
 }
 
 /*
- * Statement trigger on every directory table: this transaction's
- * snapshots may now see states no directory row names (directory_cache.c).
- * Other backends need no message: their caches follow the directory row
- * (docs/directory.md).  A relcache invalidation here, as 1.0 sent, made
- * every backend of the database look its catalog up again after every
- * change of any directory; DDL on the tables sends its own.
+ * Statement trigger on every directory table (and, on shards, a row
+ * trigger fired by the apply worker): this transaction's snapshots may now
+ * see states no directory row names (directory_cache.c), and at commit
+ * every backend hears that some directory changed, through a relcache
+ * invalidation of the change history: the guard's cached latest state
+ * waits for it (directory_latest).  Not of the routing tables themselves,
+ * whose relcache entries every backend would then rebuild.  A database
+ * still without the history invalidates the table changed, as 1.0 did.
  */
 Datum
 chash_directory_invalidate(PG_FUNCTION_ARGS)
 {
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Oid			history;
+
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("chash_directory_invalidate() must be called as a trigger")));
+	history = get_relname_relid("chash_directory_change",
+								RelationGetNamespace(trigdata->tg_relation));
+	if (OidIsValid(history))
+		CacheInvalidateRelcacheByRelid(history);
+	else
+		CacheInvalidateRelcache(trigdata->tg_relation);
 	directory_cache_note_own_change();
 	return PointerGetDatum(NULL);
 }
