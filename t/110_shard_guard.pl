@@ -203,6 +203,11 @@ my $mig = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('org
 $dir->safe_psql('postgres', qq{SELECT chash_step_claim($mig)});
 wait_applied('step copying');
 is(state_of($shards[0], qq{INSERT INTO accounts VALUES ('$t1', 4, 'a')}), 'no error', 'copying: the source writes');
+# A session that stays: its guard keeps the latest state across
+# transactions and must hear of the fence the subscription applies.
+my $steady = $shards[0]->background_psql('postgres');
+is($steady->query_safe(qq{SELECT sqlstate_of(\$\$INSERT INTO accounts VALUES ('$t1', 40, 'a')\$\$)}), 'no error',
+	'copying: a session that stays writes on the source');
 like(message($shards[1], qq{INSERT INTO accounts VALUES ('$t1', 4, 'a')}),
 	qr/^SH001: .* It belongs to shard "s1" at directory version \d+; step 1 of migration $mig is copying it to this shard "s2"\.$/,
 	'copying: the target refuses, naming the owner');
@@ -224,6 +229,9 @@ for (1 .. 300)
 }
 is($waiting, 1, 'chash_shard_wait_fence waits for the open writer on the source');
 is(state_of($shards[0], qq{INSERT INTO accounts VALUES ('$t1', 6, 'a')}), '40001', 'fenced: the source refuses with 40001');
+is($steady->query_safe(qq{SELECT sqlstate_of(\$\$INSERT INTO accounts VALUES ('$t1', 41, 'a')\$\$)}), '40001',
+	'fenced: the session that stayed is refused too');
+$steady->quit;
 is(state_of($shards[1], qq{INSERT INTO accounts VALUES ('$t1', 6, 'a')}), '40001', 'fenced: the target refuses with 40001');
 is(state_of($shards[0], qq{SELECT count(*) FROM accounts WHERE org_id = '$t1'}), 'no error', 'fenced: reads run on the source');
 is(state_of($shards[0], qq{DELETE FROM accounts WHERE org_id = '$t1' AND id = 99}), '40001', 'fenced: a stale DELETE gets 40001');
