@@ -201,6 +201,9 @@ lookup_catalog(void)
 		if (found.columns[i] != catalog.columns[i])
 			changed = true;
 	}
+	found.step_in_flight = get_relname_relid("chash_migration_step_in_flight", nsp);
+	if (found.step_in_flight != catalog.step_in_flight)
+		changed = true;
 	/* the history, if this version of the extension has one */
 	found.change_table = get_relname_relid("chash_directory_change", nsp);
 	found.change_index = get_relname_relid("chash_directory_change_pkey", nsp);
@@ -225,6 +228,7 @@ lookup_catalog(void)
 		changed = true;
 	if (changed)
 	{
+		catalog.step_in_flight = found.step_in_flight;
 		catalog.change_table = found.change_table;
 		catalog.change_index = found.change_index;
 		memcpy(catalog.change_columns, found.change_columns, sizeof(found.change_columns));

@@ -75,6 +75,7 @@ typedef struct DirectoryCatalog
 	Oid			tables[T_COUNT];
 	Oid			indexes[T_COUNT];	/* the index each loader scans */
 	AttrNumber	columns[C_COUNT];
+	Oid			step_in_flight;	/* index of copying and fenced steps; InvalidOid: none (1.0) */
 	Oid			change_table;	/* InvalidOid: no history */
 	Oid			change_index;	/* (directory, version, kind, key) */
 	AttrNumber	change_columns[CC_COUNT];

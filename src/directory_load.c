@@ -402,8 +402,12 @@ directory_load_migration_steps(DirectoryLoader *loader, Relation rel, int64 migr
 				Int64GetDatum(migration));
 	ScanKeyInit(&key[1], COLUMN(loader, C_STEP_STEP), BTEqualStrategyNumber, F_INT4EQ,
 				Int32GetDatum(only_step));
-	scan = systable_beginscan(rel, loader->catalog->indexes[T_STEP], true, loader->snapshot,
-							  only_step != 0 ? 2 : 1, key);
+	/* all steps of a migration: only those in flight, when an index has them */
+	if (only_step == 0 && OidIsValid(loader->catalog->step_in_flight))
+		scan = systable_beginscan(rel, loader->catalog->step_in_flight, true, loader->snapshot, 1, key);
+	else
+		scan = systable_beginscan(rel, loader->catalog->indexes[T_STEP], true, loader->snapshot,
+								  only_step != 0 ? 2 : 1, key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		text	   *state = get_text(tuple, desc, COLUMN(loader, C_STEP_STATE));

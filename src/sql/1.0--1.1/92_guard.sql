@@ -5,7 +5,8 @@
 -- ---------------------------------------------------------------------------
 
 -- Internal: chash_step_fence calls it after setting the step fenced.
-CREATE FUNCTION @extschema@.chash_step_fence_barrier(directory text, slot int, tenant text) RETURNS void
+CREATE FUNCTION @extschema@.chash_step_fence_barrier(directory text, slot int DEFAULT NULL, tenant text DEFAULT NULL)
+    RETURNS void
     AS 'MODULE_PATHNAME', 'chash_step_fence_barrier'
     LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.chash_step_fence_barrier(text, int, text) IS
@@ -96,8 +97,8 @@ BEGIN
        OR (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
         RETURN false;
     END IF;
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', g, rel);
-    EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', gt, rel);
+    -- (not DROP TRIGGER IF EXISTS: its notices would reach the DBA who joins)
+    PERFORM @extschema@.chash_unguard(directory, table_name);
     EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
                    'EXECUTE FUNCTION @extschema@.chash_shard_row_guard(%L, %L, %L)', g, rel, directory, col, me);
     EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
