@@ -178,6 +178,8 @@ SELECT bad_row($$
     UPDATE chash_migration SET status = 'running' WHERE id = 1000;
     INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard, state)
     VALUES (1000, 1, 5, 's1', 'nowhere', 'copying')$$);
+-- a step whose state is not copying or fenced is not in flight: routing
+-- loads the steps in flight only (an index has them) and never reads it
 SELECT bad_row($$
     UPDATE chash_migration SET status = 'running' WHERE id = 1000;
     INSERT INTO chash_migration_step (migration, step, slot, from_shard, to_shard, state)
