@@ -4,7 +4,7 @@
 #   make unit        core unit tests (no server), plain and sanitized
 #   make fuzz        libFuzzer targets over the core, FUZZ_SECONDS each
 #   make bench       per-row cost ratios against PostgreSQL builtins
-#   make demo        the README demo on a throwaway cluster
+#   make demo        the README demo on throwaway clusters
 
 EXTENSION = chash
 EXTVERSION = 1.1
