@@ -7,23 +7,19 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ChashTest;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION chash');
+create_sql_helpers($primary);
 $primary->safe_psql('postgres', q{
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 4096);
     SELECT chash_create_directory('ids', ARRAY['a', 'b'], 64, 'pg_hash', key_type => 'bigint');
     SELECT chash_pin('orgs', 'tenant-7', 's1');
-    CREATE FUNCTION sqlstate_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
-    BEGIN
-        EXECUTE statement;
-        RETURN 'no error';
-    EXCEPTION WHEN others THEN
-        RETURN SQLSTATE;
-    END
-    $$;
 });
 $primary->backup('backup');
 

@@ -8,22 +8,18 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ChashTest;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION chash');
+create_sql_helpers($primary);
 my $m = $primary->safe_psql('postgres', q{
 	SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 4096);
 	SELECT chash_add_shard('orgs', 's4');
-	CREATE FUNCTION sqlstate_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
-	BEGIN
-		EXECUTE statement;
-		RETURN 'no error';
-	EXCEPTION WHEN others THEN
-		RETURN SQLSTATE;
-	END
-	$$;
 	CREATE TABLE watched AS
 	SELECT t FROM (SELECT 'tenant-' || i AS t FROM generate_series(1, 10000) i) x
 	 WHERE chash_slot('orgs', t) = 0 LIMIT 1;

@@ -9,49 +9,21 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ChashTest;
 use Time::HiRes qw(time);
 
 my $t0 = time;
-my $dir = PostgreSQL::Test::Cluster->new('directory');
-$dir->init(allows_streaming => 'logical');
-$dir->start;
-my @shards = map { PostgreSQL::Test::Cluster->new("shard$_") } (1, 2);
-for my $node (@shards)
-{
-	$node->init;
-	$node->start;
-}
-
-my $helper = q{
-    CREATE FUNCTION sqlstate_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
-    BEGIN
-        EXECUTE statement;
-        RETURN 'no error';
-    EXCEPTION WHEN others THEN
-        RETURN SQLSTATE;
-    END
-    $$;
-    CREATE FUNCTION message_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
-    DECLARE
-        m text; d text;
-    BEGIN
-        EXECUTE statement;
-        RETURN 'no error';
-    EXCEPTION WHEN others THEN
-        GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
-        RETURN SQLSTATE || ': ' || m || ' / ' || coalesce(d, '');
-    END
-    $$;
-};
-$_->safe_psql('postgres', "CREATE EXTENSION chash; $helper") for ($dir, @shards);
+my $dir = new_node('directory', logical => 1);
+my @shards = map { new_node("shard$_") } (1, 2);
+$_->safe_psql('postgres', 'CREATE EXTENSION chash') for ($dir, @shards);
+create_sql_helpers($dir, @shards);
 
 # The directory database as docs/shards.md sets it up: a replication role
 # that may read the directory tables, and the publication.
+my $conninfo = publish_directory($dir);
 $dir->safe_psql('postgres', q{
-    CREATE ROLE chash_replicator LOGIN REPLICATION;
-    GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
-        chash_migration, chash_migration_step, chash_table, chash_directory_change TO chash_replicator;
-    SELECT chash_directory_publish();
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 64);
     SELECT chash_create_directory('ids', ARRAY['a', 'b'], 64, 'pg_hash', key_type => 'bigint');
     SELECT chash_pin('orgs', 'tenant-7', 's1');
@@ -65,7 +37,6 @@ $dir->safe_psql('postgres', qq{
     SELECT chash_step_claim($mig); SELECT chash_step_fence($mig, 2);
     SELECT chash_step_claim($mig);
 });
-my $conninfo = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
 
 my $routes = q{
     SELECT string_agg(concat_ws(' ', r.shard, r.source, r.slot_state, r.moving_to, chash_route('ids', i::bigint)), ','
@@ -76,13 +47,7 @@ my $routes = q{
 sub wait_applied
 {
 	my ($node, $name) = @_;
-	my $joined = $node->safe_psql('postgres',
-		q{SELECT string_agg(quote_literal(directory), ',') FROM chash_shard_member});
-	my $want = $dir->safe_psql('postgres',
-		qq{SELECT string_agg(name || ':' || version, ',' ORDER BY name) FROM chash_directory WHERE name IN ($joined)});
-	ok($node->poll_query_until('postgres', qq{
-        SELECT bool_and(synced) AND string_agg(directory || ':' || replicated_version, ',' ORDER BY directory) = '$want'
-        FROM chash_shard_status}), "$name: " . $node->name . ' has applied the directory');
+	ok(shard_applied($dir, $node), "$name: " . $node->name . ' has applied the directory');
 }
 
 sub routes_match

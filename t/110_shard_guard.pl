@@ -11,56 +11,25 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ChashTest;
 use Time::HiRes qw(sleep);
 
-my $dir = PostgreSQL::Test::Cluster->new('directory');
-$dir->init(allows_streaming => 'logical');
-$dir->start;
-my @shards = map { PostgreSQL::Test::Cluster->new("guard$_") } (1, 2);
-for my $node (@shards)
-{
-	$node->init;
-	# the statement check needs the library in every session (docs/shards.md)
-	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'");
-	$node->start;
-}
+my $dir = new_node('directory', logical => 1);
+# the statement check needs the library in every session (docs/shards.md)
+my @shards = map { new_node("guard$_", preload => 1) } (1, 2);
+$_->safe_psql('postgres', 'CREATE EXTENSION chash') for ($dir, @shards);
+create_sql_helpers($dir, @shards);
 
-my $helper = q{
-    CREATE FUNCTION sqlstate_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
-    BEGIN
-        EXECUTE statement;
-        RETURN 'no error';
-    EXCEPTION WHEN others THEN
-        RETURN SQLSTATE;
-    END
-    $$;
-    CREATE FUNCTION message_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
-    DECLARE
-        m text; d text;
-    BEGIN
-        EXECUTE statement;
-        RETURN 'no error';
-    EXCEPTION WHEN others THEN
-        GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
-        RETURN SQLSTATE || ': ' || m || ' / ' || coalesce(d, '');
-    END
-    $$;
-    GRANT EXECUTE ON FUNCTION sqlstate_of(text), message_of(text) TO PUBLIC;
-};
-$_->safe_psql('postgres', "CREATE EXTENSION chash; $helper") for ($dir, @shards);
-
+my $conninfo = publish_directory($dir);
 $dir->safe_psql('postgres', q{
-    CREATE ROLE chash_replicator LOGIN REPLICATION;
-    GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
-        chash_migration, chash_migration_step, chash_table, chash_directory_change TO chash_replicator;
-    SELECT chash_directory_publish();
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
     SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
     SELECT chash_add_table('orgs', 'public.later', 'org_id');
     SELECT chash_create_directory('teams', ARRAY['s1', 's2'], 16);
     SELECT chash_add_table('teams', 'public.team_items', 'team_id');
 });
-my $conninfo = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
 for my $node (@shards)
 {
 	$node->safe_psql('postgres', q{
@@ -77,13 +46,10 @@ $shards[1]->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', 's2', '$con
 sub wait_applied
 {
 	my ($name) = @_;
-	my $want = $dir->safe_psql('postgres', q{SELECT version FROM chash_directory WHERE name = 'orgs'});
 	for my $node (@shards)
 	{
 		next unless $node->safe_psql('postgres', 'SELECT count(*) FROM chash_shard_member') > 0;
-		ok($node->poll_query_until('postgres',
-			qq{SELECT synced AND replicated_version = $want FROM chash_shard_status WHERE directory = 'orgs'}),
-			"$name: " . $node->name . ' has applied the directory');
+		ok(shard_applied($dir, $node), "$name: " . $node->name . ' has applied the directory');
 	}
 }
 

@@ -11,25 +11,18 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ChashTest;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
 use JSON::PP qw(decode_json);
 
 my $tenants = 3000;
 
-my $dir = PostgreSQL::Test::Cluster->new('directory');
-$dir->init(allows_streaming => 'logical');
-$dir->append_conf('postgresql.conf', "max_replication_slots = 20\nmax_wal_senders = 20\n");
-$dir->start;
-my %shard;
-for my $name (qw(s1 s2 s3))
-{
-	$shard{$name} = PostgreSQL::Test::Cluster->new($name);
-	$shard{$name}->init;
-	# the statement guard (a stale UPDATE or DELETE that finds no row)
-	$shard{$name}->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'");
-	$shard{$name}->start;
-}
+my $dir = new_node('directory', logical => 1, conf => "max_replication_slots = 20\nmax_wal_senders = 20\n");
+# preload: the statement guard (a stale UPDATE or DELETE that finds no row)
+my %shard = map { $_ => new_node($_, preload => 1) } qw(s1 s2 s3);
 
 # The tables on every shard: accounts with a composite key and the slot
 # index; profiles keyed by the tenant alone, without the index (the mover
@@ -42,12 +35,9 @@ my $tables = q{
 };
 $_->safe_psql('postgres', $tables) for values %shard;
 
+$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
+my $dirconn = publish_directory($dir);
 $dir->safe_psql('postgres', q{
-    CREATE EXTENSION chash;
-    CREATE ROLE chash_replicator LOGIN REPLICATION;
-    GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
-        chash_migration, chash_migration_step, chash_table, chash_directory_change TO chash_replicator;
-    SELECT chash_directory_publish();
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
     SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
     SELECT chash_add_table('orgs', 'public.profiles', 'org_id');
@@ -58,16 +48,12 @@ for my $name (qw(s1 s2))
 	my $c = $shard{$name}->connstr('postgres');
 	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
 }
-my $dirconn = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
 
 # Waits until the shard has applied the directory's current version.
 sub wait_applied
 {
 	my ($node) = @_;
-	my $want = $dir->safe_psql('postgres', q{SELECT version FROM chash_directory WHERE name = 'orgs'});
-	$node->poll_query_until('postgres', qq{
-        SELECT bool_and(synced) AND min(replicated_version) >= $want FROM chash_shard_status})
-	  or die $node->name . ' did not apply the directory';
+	shard_applied($dir, $node) or die $node->name . ' did not apply the directory';
 }
 
 for my $name (qw(s1 s2))
@@ -214,10 +200,7 @@ for my $s (sort keys %shard)
 # counted and not retried.  Updates and deletes fix the tenant in their
 # WHERE clause, so on a shard the tenant has left they must be refused
 # (the statement guard), never find no row.
-$shard{s4} = PostgreSQL::Test::Cluster->new('s4');
-$shard{s4}->init;
-$shard{s4}->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'");
-$shard{s4}->start;
+$shard{s4} = new_node('s4', preload => 1);
 $shard{s4}->safe_psql('postgres', $tables);
 {
 	my $c = $shard{s4}->connstr('postgres');

@@ -12,6 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ChashTest;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
 
@@ -19,17 +22,11 @@ my $whale_rows = 200_000;
 my $replication = "max_replication_slots = 16\nmax_wal_senders = 16\n"
   . "max_logical_replication_workers = 8\nmax_worker_processes = 16\n";
 
-my $dir = PostgreSQL::Test::Cluster->new('directory');
-$dir->init(allows_streaming => 'logical');
-$dir->append_conf('postgresql.conf', $replication);
-$dir->start;
+my $dir = new_node('directory', logical => 1, conf => $replication);
 my %shard;
 for my $name (qw(s1 s2 s3))
 {
-	$shard{$name} = PostgreSQL::Test::Cluster->new($name);
-	$shard{$name}->init(allows_streaming => 'logical');
-	$shard{$name}->append_conf('postgresql.conf', $replication);
-	$shard{$name}->start;
+	$shard{$name} = new_node($name, logical => 1, conf => $replication);
 	$shard{$name}->safe_psql('postgres', q{
         CREATE EXTENSION chash;
         CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
@@ -38,19 +35,15 @@ for my $name (qw(s1 s2 s3))
     });
 }
 
+$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
+my $dirconn = publish_directory($dir);
 $dir->safe_psql('postgres', q{
-    CREATE EXTENSION chash;
-    CREATE ROLE chash_replicator LOGIN REPLICATION;
-    GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
-        chash_migration, chash_migration_step, chash_table, chash_directory_change TO chash_replicator;
-    SELECT chash_directory_publish();
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
     SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
     SELECT chash_pin('orgs', 'whale', 's1');
     SELECT chash_create_directory('items', ARRAY['s1', 's2'], 8, 'pg_hash', key_type => 'bigint');
     SELECT chash_add_table('items', 'public.items', 'tenant_id');
 });
-my $dirconn = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
 for my $d (qw(orgs items))
 {
 	for my $name (qw(s1 s2))
@@ -78,12 +71,7 @@ sub join_shard
 sub wait_applied
 {
 	my ($node) = @_;
-	my $want = $dir->safe_psql('postgres',
-		q{SELECT string_agg(format('(%L, %s)', name, version), ', ') FROM chash_directory});
-	$node->poll_query_until('postgres', qq{
-        SELECT bool_and(s.synced AND s.replicated_version >= w.version)
-          FROM chash_shard_status s JOIN (VALUES $want) w(directory, version) USING (directory)})
-	  or die $node->name . ' did not apply the directory';
+	shard_applied($dir, $node) or die $node->name . ' did not apply the directory';
 }
 join_shard($_) for qw(s1 s2);
 

@@ -1,0 +1,99 @@
+# The setup the multi-node TAP tests share: nodes, the directory database
+# as docs/shards.md sets it up, the SQL helpers sqlstate_of and message_of,
+# and waiting until a shard has applied the directory.  A test loads it with
+#
+#     use FindBin;
+#     use lib $FindBin::RealBin;
+#     use ChashTest;
+#
+# (prove runs the tests as t/*.pl only, so this module is no test itself).
+package ChashTest;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+
+our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied);
+
+# A started node named $name.  Options: logical => 1 (wal_level logical: a
+# directory database, or a shard the mover's online moves read from);
+# preload => 1 (shared_preload_libraries = 'chash': the guard's statement
+# check needs the library in every session, docs/shards.md); conf => text
+# for postgresql.conf.
+sub new_node
+{
+	my ($name, %opt) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init($opt{logical} ? (allows_streaming => 'logical') : ());
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'") if $opt{preload};
+	$node->append_conf('postgresql.conf', $opt{conf}) if defined $opt{conf};
+	$node->start;
+	return $node;
+}
+
+# Makes $dir (which has the extension) a directory database as
+# docs/shards.md does: the replication role chash_replicator may read the
+# directory tables, and chash_directory_publish() publishes them.  Returns
+# the conninfo shards join with.
+sub publish_directory
+{
+	my ($dir) = @_;
+	$dir->safe_psql('postgres', q{
+        CREATE ROLE chash_replicator LOGIN REPLICATION;
+        GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
+            chash_migration, chash_migration_step, chash_table, chash_directory_change TO chash_replicator;
+        SELECT chash_directory_publish();
+    });
+	return 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
+}
+
+# Creates in the postgres database of each node the SQL functions
+# sqlstate_of(statement), the SQLSTATE the statement fails with or 'no
+# error', and message_of(statement), 'SQLSTATE: message / detail' or 'no
+# error'; every role may run them.
+sub create_sql_helpers
+{
+	my (@nodes) = @_;
+	$_->safe_psql('postgres', q{
+        CREATE FUNCTION sqlstate_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
+        BEGIN
+            EXECUTE statement;
+            RETURN 'no error';
+        EXCEPTION WHEN others THEN
+            RETURN SQLSTATE;
+        END
+        $$;
+        CREATE FUNCTION message_of(statement text) RETURNS text LANGUAGE plpgsql AS $$
+        DECLARE
+            m text; d text;
+        BEGIN
+            EXECUTE statement;
+            RETURN 'no error';
+        EXCEPTION WHEN others THEN
+            GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
+            RETURN SQLSTATE || ': ' || m || ' / ' || coalesce(d, '');
+        END
+        $$;
+        GRANT EXECUTE ON FUNCTION sqlstate_of(text), message_of(text) TO PUBLIC;
+    }) for @nodes;
+	return;
+}
+
+# Waits until $shard (its postgres database, which has joined at least one
+# directory) has applied the directory database $dir: every directory it
+# joined is synced, at the version the directory has on $dir now.  Returns
+# true once it has, false when poll_query_until gives up.
+sub shard_applied
+{
+	my ($dir, $shard) = @_;
+	my $joined = $shard->safe_psql('postgres',
+		q{SELECT string_agg(quote_literal(directory), ',') FROM chash_shard_member});
+	my $want = $dir->safe_psql('postgres',
+		qq{SELECT string_agg(name || ':' || version, ',' ORDER BY name) FROM chash_directory WHERE name IN ($joined)});
+	return $shard->poll_query_until('postgres', qq{
+        SELECT bool_and(synced) AND string_agg(directory || ':' || replicated_version, ',' ORDER BY directory) = '$want'
+        FROM chash_shard_status});
+}
+
+1;
