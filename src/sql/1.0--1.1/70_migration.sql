@@ -217,6 +217,8 @@ CREATE OR REPLACE FUNCTION @extschema@.chash_step_lock(migration bigint, step in
 #variable_conflict use_column
 BEGIN
     PERFORM @extschema@.chash_require(ARRAY['migration', 'step'], ARRAY[$1 IS NULL, $2 IS NULL]);
+    -- the directory row first (one lock order), then the step's row
+    PERFORM @extschema@.chash_migration_lock($1);
     SELECT s.state, s.slot, s.tenant, s.from_shard, s.to_shard, m.directory, m.kind
       INTO state, slot, tenant, from_shard, to_shard, directory, kind
       FROM @extschema@.chash_migration_step s
@@ -228,6 +230,8 @@ BEGIN
     END IF;
 END
 $$;
+COMMENT ON FUNCTION @extschema@.chash_step_lock(bigint, int) IS
+    'internal: locks the directory of the migration, then the step, and returns the step';
 
 CREATE OR REPLACE FUNCTION @extschema@.chash_step_fence(migration bigint, step int) RETURNS void
     LANGUAGE plpgsql VOLATILE
@@ -236,8 +240,6 @@ CREATE OR REPLACE FUNCTION @extschema@.chash_step_fence(migration bigint, step i
 DECLARE
     r record;
 BEGIN
-    PERFORM @extschema@.chash_require(ARRAY['migration', 'step'], ARRAY[$1 IS NULL, $2 IS NULL]);
-    PERFORM @extschema@.chash_migration_lock($1);
     SELECT * INTO r FROM @extschema@.chash_step_lock($1, $2);
     IF r.state = 'fenced' THEN
         RETURN;                 -- a worker retrying after a lost connection
@@ -264,10 +266,8 @@ DECLARE
     owner text;
     slot_owner text;
 BEGIN
-    PERFORM @extschema@.chash_require(ARRAY['migration', 'step'], ARRAY[$1 IS NULL, $2 IS NULL]);
-    -- Completes of one directory take turns (the lock), so the last one
-    -- sees every other step done.
-    PERFORM @extschema@.chash_migration_lock($1);
+    -- Completes of one directory take turns (the lock chash_step_lock
+    -- takes), so the last one sees every other step done.
     SELECT * INTO r FROM @extschema@.chash_step_lock($1, $2);
     IF r.state = 'done' THEN
         RETURN;                 -- a worker retrying after a lost connection
@@ -337,8 +337,6 @@ CREATE OR REPLACE FUNCTION @extschema@.chash_step_release(migration bigint, step
 DECLARE
     r record;
 BEGIN
-    PERFORM @extschema@.chash_require(ARRAY['migration', 'step'], ARRAY[$1 IS NULL, $2 IS NULL]);
-    PERFORM @extschema@.chash_migration_lock($1);
     SELECT * INTO r FROM @extschema@.chash_step_lock($1, $2);
     IF r.state NOT IN ('copying', 'fenced') THEN
         RAISE EXCEPTION 'step % of migration % is not in flight', $2, $1
