@@ -34,25 +34,36 @@ format_text(const char *fmt,...)
 	return s;
 }
 
-/* malloc'd copies, so callers free one way */
-char *
-escape_literal(PGconn *conn, const char *s)
+/*
+ * malloc'd copies, so callers free one way.  A text the server's encoding
+ * cannot take is an error, never a NULL or empty name in the SQL built.
+ */
+static char *
+escaped(PGconn *conn, const char *s, bool literal)
 {
-	char	   *e = PQescapeLiteral(conn, s, strlen(s));
-	char	   *r = format_text("%s", e ? e : "NULL");
+	char	   *e = literal ? PQescapeLiteral(conn, s, strlen(s)) : PQescapeIdentifier(conn, s, strlen(s));
+	char	   *r;
 
+	if (e == NULL)
+	{
+		report("error", "could not quote \"%s\": %s", s, PQerrorMessage(conn));
+		exit(1);
+	}
+	r = format_text("%s", e);
 	PQfreemem(e);
 	return r;
 }
 
 char *
+escape_literal(PGconn *conn, const char *s)
+{
+	return escaped(conn, s, true);
+}
+
+char *
 escape_identifier(PGconn *conn, const char *s)
 {
-	char	   *e = PQescapeIdentifier(conn, s, strlen(s));
-	char	   *r = format_text("%s", e ? e : "\"\"");
-
-	PQfreemem(e);
-	return r;
+	return escaped(conn, s, false);
 }
 
 char *

@@ -275,6 +275,8 @@ common_columns(Server *src, Server *tgt, const TableInfo *table)
 		report("error", "table \"%s\" has different columns on shard \"%s\" and shard \"%s\"",
 			   table->table_name, src->name, tgt->name);
 		report("detail", "Shard \"%s\" has (%s), shard \"%s\" has (%s).", src->name, a, tgt->name, b);
+		free(a);
+		free(b);
 		return NULL;
 	}
 	/* "a int, b text" -> "a, b": each entry is an identifier then its type */
@@ -301,6 +303,31 @@ common_columns(Server *src, Server *tgt, const TableInfo *table)
 	}
 	free(a);
 	free(b);
+	return names;
+}
+
+static void
+free_column_lists(char **names, int ntables)
+{
+	if (names == NULL)
+		return;
+	for (int i = 0; i < ntables; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The common column names of every table (common_columns), or NULL. */
+static char **
+column_lists(Server *src, Server *tgt, TableInfo *tables, int ntables)
+{
+	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
+
+	for (int i = 0; i < ntables; i++)
+		if ((names[i] = common_columns(src, tgt, &tables[i])) == NULL)
+		{
+			free_column_lists(names, ntables);
+			return NULL;
+		}
 	return names;
 }
 
@@ -467,20 +494,17 @@ static Verdict
 copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
 		  int step, long long *rows, long long *bytes)
 {
-	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
+	char	  **names = column_lists(src, tgt, tables, ntables);
 	Verdict		v = VERDICT_ERROR;
 
 	*rows = 0;
 	*bytes = 0;
-	for (int i = 0; i < ntables; i++)
+	if (names == NULL)
+		return VERDICT_ERROR;
+	for (int i = 0; i < ntables && target->slot >= 0; i++)
 	{
-		if ((names[i] = common_columns(src, tgt, &tables[i])) == NULL)
-			goto out;
-		if (target->slot >= 0)
-		{
-			check_slot_index(src, &tables[i]);
-			check_slot_index(tgt, &tables[i]);
-		}
+		check_slot_index(src, &tables[i]);
+		check_slot_index(tgt, &tables[i]);
 	}
 	if (!command(tgt, "BEGIN") || !command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 		goto out;
@@ -521,9 +545,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 out:
 	rollback(tgt);
 	rollback(src);
-	for (int i = 0; i < ntables; i++)
-		free(names[i]);
-	free(names);
+	free_column_lists(names, ntables);
 	return v;
 }
 
@@ -532,21 +554,17 @@ static Verdict
 verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step,
 			 long long *rows)
 {
-	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
+	char	  **names = column_lists(src, tgt, tables, ntables);
 	Verdict		v = VERDICT_ERROR;
 
-	for (int i = 0; i < ntables; i++)
-		if ((names[i] = common_columns(src, tgt, &tables[i])) == NULL)
-			goto out;
+	if (names == NULL)
+		return VERDICT_ERROR;
 	if (command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 		&& command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 		v = verify(src, tgt, tables, names, ntables, target, step, rows);
-out:
 	rollback(tgt);
 	rollback(src);
-	for (int i = 0; i < ntables; i++)
-		free(names[i]);
-	free(names);
+	free_column_lists(names, ntables);
 	return v;
 }
 

@@ -129,15 +129,24 @@ RouteDirectory *
 fence_admit_write(FunctionCallInfo fcinfo, text *name, const char *tenant, size_t len,
 				  TenantRoute *route)
 {
-	RouteDirectory *dir;
+	RouteDirectory *dir = directory_latest(fcinfo, name);
+	uint64		routed = dir->load_id;
+	int32		locked;
 
-	/* the slot is fixed at creation: any state gives it */
-	dir = directory_latest(fcinfo, name);
 	route_tenant(dir, tenant, len, route);
-	lock_writer_tags(dir->name, dir->name_len, route->slot, route->tenant, route->tenant_len);
-	/* a fence committed while we waited for its tag is in this state */
-	dir = directory_latest(fcinfo, name);
-	route_tenant(dir, tenant, len, route);
+	do
+	{
+		/* the slot is fixed at creation: only a re-created directory moves it */
+		locked = route->slot;
+		lock_writer_tags(dir->name, dir->name_len, locked, route->tenant, route->tenant_len);
+		/* a fence committed while we waited for its tag is in this state */
+		dir = directory_latest(fcinfo, name);
+		if (dir->load_id != routed)
+		{
+			route_tenant(dir, tenant, len, route);
+			routed = dir->load_id;
+		}
+	} while (route->slot != locked);
 	return dir;
 }
 
