@@ -7,7 +7,7 @@
 #   make demo        the README demo on throwaway clusters
 
 EXTENSION = chash
-EXTVERSION = 1.1
+EXTVERSION = 1.2
 MODULE_big = chash
 
 CORE_SRCS = $(sort $(wildcard src/core/*.c))
@@ -19,7 +19,9 @@ OBJS = $(GLUE_SRCS:.c=.o) $(CORE_SRCS:.c=.o)
 # from one file per concept, in name order; a fresh install runs 1.0 and
 # then the upgrades, as contrib's extensions do.
 RELEASED_1_0_SHA256 = c1b3ba62e23bfcbad92eaf352713d055febdc991333e1cd3dcdfc2e38cfa35a5
-UPGRADES = 1.0--1.1
+# The sources of the released 1.0 -> 1.1 upgrade, concatenated in name order.
+RELEASED_1_1_SHA256 = 9a5948be3b33943b47cc6bad70dd4c33510204f08907c641d97ac1e4dfc05f01
+UPGRADES = 1.0--1.1 1.1--1.2
 DATA = $(EXTENSION)--1.0.sql
 DATA_built = $(foreach u,$(UPGRADES),$(EXTENSION)--$(u).sql)
 
@@ -73,11 +75,16 @@ $(OBJS) $(OBJS:.o=.bc): $(wildcard src/*.h src/core/*.h)
 $(EXTENSION)--1.0--1.1.sql: $(sort $(wildcard src/sql/1.0--1.1/*.sql))
 	cat $^ > $@
 
-# The released script must not change, and the control file must name the
+$(EXTENSION)--1.1--1.2.sql: $(sort $(wildcard src/sql/1.1--1.2/*.sql))
+	cat $^ > $@
+
+# The released scripts must not change, and the control file must name the
 # newest version.
 check-release:
 	@echo "$(RELEASED_1_0_SHA256)  $(EXTENSION)--1.0.sql" | sha256sum --quiet -c - \
 		|| { echo "$(EXTENSION)--1.0.sql differs from the released 1.0"; exit 1; }
+	@test "$$(cat $(sort $(wildcard src/sql/1.0--1.1/*.sql)) | sha256sum | cut -d' ' -f1)" = "$(RELEASED_1_1_SHA256)" \
+		|| { echo "src/sql/1.0--1.1/ differs from the released 1.1"; exit 1; }
 	@grep -q "^default_version = '$(EXTVERSION)'$$" $(EXTENSION).control \
 		|| { echo "$(EXTENSION).control does not default to $(EXTVERSION)"; exit 1; }
 

@@ -1,4 +1,4 @@
-# ALTER EXTENSION chash UPDATE from a used 1.0 database gives exactly the
+# ALTER EXTENSION chash UPDATE from a used 1.0 or 1.1 database gives exactly the
 # catalog of a fresh install of the default version: functions (whole
 # definitions), tables (columns, defaults, constraints, indexes, triggers
 # and whether they fire on replicas), views, sequences, comments,
@@ -100,35 +100,52 @@ my $setup = q{
     SELECT chash_step_complete(m, 2) FROM (SELECT max(id) m FROM chash_migration) x;
 };
 
-$node->safe_psql('postgres', 'CREATE DATABASE upgraded');
-$node->safe_psql('upgraded', q{CREATE EXTENSION chash VERSION '1.0'});
-is($node->safe_psql('upgraded', q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
-	'1.0', 'the released 1.0 installs');
-$node->safe_psql('upgraded', $setup);
-my $before = $node->safe_psql('upgraded', $state);
-like($before, qr/"steps": \[\{/, '1.0 database has a step in flight');
-
-$node->safe_psql('upgraded', 'ALTER EXTENSION chash UPDATE');
-is($node->safe_psql('upgraded', q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
-	$default, "ALTER EXTENSION UPDATE reaches $default");
-is($node->safe_psql('upgraded', $state), $before, 'routing and snapshots unchanged by the update');
-
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION chash');
 my $fresh_catalog = $node->safe_psql('fresh', $catalog);
-my $upgraded_catalog = $node->safe_psql('upgraded', $catalog);
 cmp_ok(length($fresh_catalog), '>', 10000, 'the catalog description is not empty');
-is($upgraded_catalog, $fresh_catalog, 'updated catalog equals a fresh install');
+
+# Each released version, used, then updated: the same routing before and
+# after, and the catalog of a fresh install.  1.1 also holds a registered
+# table (its own tables must come through the update).
+my $before;
+for my $from ('1.0', '1.1')
+{
+	(my $db = "upgraded_$from") =~ s/\./_/;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, qq{CREATE EXTENSION chash VERSION '$from'});
+	is($node->safe_psql($db, q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
+		$from, "the released $from installs");
+	$node->safe_psql($db, $setup);
+	$node->safe_psql($db, q{SELECT chash_add_table('orgs', 'public.accounts', 'org_id')})
+	  if $from ne '1.0';
+	my $state_before = $node->safe_psql($db, $state);
+	like($state_before, qr/"steps": \[\{/, "$from database has a step in flight");
+	$before //= $state_before;
+
+	$node->safe_psql($db, 'ALTER EXTENSION chash UPDATE');
+	is($node->safe_psql($db, q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
+		$default, "ALTER EXTENSION UPDATE from $from reaches $default");
+	is($node->safe_psql($db, $state), $state_before, "routing and snapshots unchanged by the update from $from");
+	is($node->safe_psql($db, $catalog), $fresh_catalog, "catalog updated from $from equals a fresh install");
+	is($node->safe_psql($db, q{SELECT count(*) FROM chash_table}), $from eq '1.0' ? 0 : 1,
+		"registered tables kept by the update from $from");
+}
 
 # The same state built on the fresh install routes the same way.
 $node->safe_psql('fresh', $setup);
 is($node->safe_psql('fresh', $state), $before, 'fresh install routes the same state identically');
 
-# The released 1.0 is still what installs as 1.0.
-$node->safe_psql('postgres', 'CREATE DATABASE old');
-$node->safe_psql('old', q{CREATE EXTENSION chash VERSION '1.0'});
-isnt($node->safe_psql('old', $catalog), $fresh_catalog,
-	'1.0 and the default version differ (the comparison can tell them apart)');
+# The released versions are still what installs as them, and the
+# comparison can tell each from the default version.
+for my $old ('1.0', '1.1')
+{
+	(my $db = "old_$old") =~ s/\./_/;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, qq{CREATE EXTENSION chash VERSION '$old'});
+	isnt($node->safe_psql($db, $catalog), $fresh_catalog,
+		"$old and the default version differ (the comparison can tell them apart)");
+}
 
 # 1.0 rows that only direct DML could write: the update makes a tenant
 # step canonical, and refuses (changing nothing) what it cannot fix, saying
