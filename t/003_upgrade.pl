@@ -207,6 +207,10 @@ like($node->safe_psql('passwords', q{SET ROLE upgrade_operator; SELECT chash_pin
 	qr/^\s*pinned$/, 'a 1.1 operator role still changes the directory after the update (a member of chash_operator)');
 like($node->safe_psql('passwords', q{SET ROLE upgrade_operator; SELECT chash_add_shard('orgs', 's3'); SELECT chash_migration_start('orgs')}),
 	qr/^\s*1$/, '... and starts a migration');
+is($node->safe_psql('passwords', q{SELECT pg_has_role('upgrade_operator', 'chash_operator', 'MEMBER'),
+                                             pg_has_role('upgrade_mover', 'chash_mover', 'MEMBER'),
+                                             pg_has_role('upgrade_operator', 'chash_mover', 'MEMBER')}),
+	't|t|f', 'the update made the 1.1 operator a member of chash_operator and the 1.1 mover of chash_mover');
 is($node->safe_psql('passwords', q{SET ROLE upgrade_mover; SELECT step FROM chash_step_lease_claim(1, 'upgrade', '1 minute')}),
 	'1', 'a 1.1 mover role still claims a step with a lease after the update');
 ($rc, $out, $err) = $node->psql('passwords', q{SET ROLE upgrade_operator; SELECT chash_set_shard('orgs', 's1', server => 'host=pg1 password=x')});

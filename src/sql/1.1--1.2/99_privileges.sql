@@ -84,33 +84,23 @@ BEGIN
     -- An update from 1.1 keeps its roles working: a role granted UPDATE on
     -- chash_directory (the 1.1 operator recipe; every mover needs it too)
     -- becomes a member of chash_operator, and a role that may write
-    -- chash_step_lease (a 1.1 mover) may execute the lease functions.  A
-    -- fresh install has granted nothing yet and finds no such role.
+    -- chash_step_lease (a 1.1 mover) a member of chash_mover.  Memberships,
+    -- not grants on the functions: those would differ from a fresh install
+    -- and be lost by a dump and restore.  A fresh install has granted
+    -- nothing yet and finds no such role.
     FOR r IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole AS role
+        SELECT DISTINCT a.grantee::pg_catalog.regrole AS role,
+               CASE c.relname WHEN 'chash_directory' THEN 'chash_operator' ELSE 'chash_mover' END AS member_of
           FROM pg_catalog.pg_class c
           CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
-         WHERE c.oid = '@extschema@.chash_directory'::pg_catalog.regclass
-           AND a.privilege_type = 'UPDATE' AND a.grantee <> 0 AND a.grantee <> c.relowner
-           AND NOT pg_catalog.pg_has_role(a.grantee, 'chash_operator', 'MEMBER')
+         WHERE c.relnamespace = '@extschema@'::pg_catalog.regnamespace
+           AND ((c.relname = 'chash_directory' AND a.privilege_type = 'UPDATE')
+                OR (c.relname = 'chash_step_lease' AND a.privilege_type IN ('INSERT', 'UPDATE')))
+           AND a.grantee <> 0 AND a.grantee <> c.relowner
     LOOP
-        EXECUTE pg_catalog.format('GRANT chash_operator TO %s', r.role);
-    END LOOP;
-    FOR r IN
-        SELECT DISTINCT a.grantee::pg_catalog.regrole AS role
-          FROM pg_catalog.pg_class c
-          CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
-         WHERE c.oid = '@extschema@.chash_step_lease'::pg_catalog.regclass
-           AND a.privilege_type IN ('INSERT', 'UPDATE') AND a.grantee <> 0 AND a.grantee <> c.relowner
-           AND NOT pg_catalog.pg_has_role(a.grantee, 'chash_mover', 'MEMBER')
-    LOOP
-        FOR f IN
-            SELECT p.oid::pg_catalog.regprocedure AS fn
-              FROM pg_catalog.pg_proc p
-             WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace AND p.proname = ANY (mover)
-        LOOP
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', f.fn, r.role);
-        END LOOP;
+        IF NOT pg_catalog.pg_has_role(r.role, r.member_of, 'MEMBER') THEN
+            EXECUTE pg_catalog.format('GRANT %I TO %s', r.member_of, r.role);
+        END IF;
     END LOOP;
 END
 $$;
