@@ -172,6 +172,7 @@ GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override,
 GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
       chash_tenant_size, chash_migration, chash_migration_step TO regress_chash_operator;
 GRANT USAGE ON SEQUENCE chash_migration_id_seq TO regress_chash_operator;
+GRANT chash_operator TO regress_chash_operator;
 SELECT c.relname, c.relacl IS NULL OR NOT EXISTS (
            SELECT 1 FROM aclexplode(c.relacl) a WHERE a.grantee = 0) AS nothing_for_public
 FROM pg_class c JOIN pg_depend d ON d.objid = c.oid AND d.deptype = 'e'

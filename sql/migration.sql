@@ -249,6 +249,7 @@ GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override, chash_
 GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
       chash_tenant_size, chash_migration, chash_migration_step TO regress_chash_mig_operator;
 GRANT USAGE ON SEQUENCE chash_migration_id_seq TO regress_chash_mig_operator;
+GRANT chash_operator TO regress_chash_mig_operator;
 GRANT SELECT ON chash_migration_progress TO regress_chash_mig_app, regress_chash_mig_operator;
 SELECT chash_create_directory('mig_priv', ARRAY['a', 'b'], 8);
 SELECT chash_add_shard('mig_priv', 'c');

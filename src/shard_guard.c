@@ -47,29 +47,87 @@ typedef struct GuardTable
 	GuardTarget target;
 } GuardTable;
 
+/*
+ * The role that set chash.bypass_guard on, kept with the value (the GUC's
+ * "extra" follows the value through SET LOCAL, function SET clauses,
+ * RESET and rollback).  InvalidOid: off, or set by the server's
+ * configuration.
+ */
+static Oid	bypass_setter = InvalidOid;
+
+static bool
+check_bypass_guard(bool *newval, void **extra, GucSource source)
+{
+	Oid		   *setter = malloc(sizeof(Oid));
+	int			sec;
+
+	if (setter == NULL)
+		return false;
+	*setter = InvalidOid;
+	/* a role's own SET, ALTER ROLE/DATABASE SET or connection option */
+	if (*newval && source >= PGC_S_DATABASE && IsUnderPostmaster)
+		GetUserIdAndSecContext(setter, &sec);
+	*extra = setter;
+	return true;
+}
+
+static void
+assign_bypass_guard(bool newval, void *extra)
+{
+	bypass_setter = extra != NULL ? *(Oid *) extra : InvalidOid;
+}
+
+static bool
+may_bypass(Oid role, Oid mover)
+{
+	return superuser_arg(role) || (OidIsValid(mover) && is_member_of_role(role, mover));
+}
+
+/*
+ * The bypass belongs to the session that asked for it, not to whoever runs
+ * the write: the session's role, the role that set it and the role that
+ * writes must each be allowed.  So a role that sets it and calls somebody
+ * else's SECURITY DEFINER function (or fires a trigger, or calls a
+ * procedure) gains nothing, and neither does the mover's session where it
+ * runs another role's code.  (The setter alone would not do: a value set
+ * before the library was loaded is checked only when it loads, by whoever
+ * runs then.)
+ */
 bool
 guard_bypassed(void)
 {
 	static LocalTransactionId checked_lxid = InvalidLocalTransactionId;
-	static Oid	checked_user = InvalidOid;
-	static bool allowed = false;
+	static Oid	checked[3];
+	static Oid	refused = InvalidOid;
+	Oid			roles[3];
 
 	if (!chash_bypass_guard)
 		return false;
-	if (checked_lxid != MyProc->lxid || checked_user != GetUserId())
+	roles[0] = GetSessionUserId();
+	roles[1] = OidIsValid(bypass_setter) ? bypass_setter : roles[0];
+	roles[2] = GetUserId();
+	if (checked_lxid != MyProc->lxid || memcmp(checked, roles, sizeof(roles)) != 0)
 	{
 		Oid			mover = get_role_oid("chash_mover", true);
 
-		allowed = superuser() || (OidIsValid(mover) && is_member_of_role(GetUserId(), mover));
+		refused = InvalidOid;
+		for (int i = 0; i < 3 && !OidIsValid(refused); i++)
+			if (!may_bypass(roles[i], mover))
+				refused = roles[i];
 		checked_lxid = MyProc->lxid;
-		checked_user = GetUserId();
+		memcpy(checked, roles, sizeof(roles));
 	}
-	if (!allowed)
+	if (OidIsValid(refused))
+	{
+		char	   *name = GetUserNameFromId(refused, true);
+
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to bypass the guard"),
-				 errdetail("chash.bypass_guard is honoured only for superusers and members of role \"chash_mover\"."),
+				 errdetail("Role \"%s\" is neither a superuser nor a member of role \"chash_mover\"; chash.bypass_guard is honoured only when the session's role, the role that set it and the role that writes all are.",
+						   name != NULL ? name : "?"),
 				 errhint("Reset chash.bypass_guard, or have the mover's role granted chash_mover.")));
+	}
 	return true;
 }
 
@@ -257,8 +315,9 @@ shard_guard_init(void)
 {
 	DefineCustomBoolVariable("chash.bypass_guard",
 							 "Lets the mover's sessions write past the guard on shards.",
-							 "Honoured only for superusers and members of role chash_mover; guarded writes of anybody else who sets it fail.",
-							 &chash_bypass_guard, false, PGC_USERSET, 0, NULL, NULL, NULL);
+							 "Honoured only when the role that set it and the role that writes are superusers or members of role chash_mover; guarded writes of anybody else fail.",
+							 &chash_bypass_guard, false, PGC_USERSET, 0,
+							 check_bypass_guard, assign_bypass_guard, NULL);
 	DefineCustomStringVariable("chash.tenant",
 							   "The tenant this session works for: every statement on a guarded table is checked against it.",
 							   NULL,

@@ -37,8 +37,9 @@ extern char *chash_session_tenant;
 extern void shard_guard_init(void);
 
 /*
- * Whether this session bypasses the guard: chash.bypass_guard on, for a
- * superuser or a member of chash_mover (42501 for anybody else).
+ * Whether this session bypasses the guard: chash.bypass_guard on, and the
+ * session's role, the role that set it and the current role each a
+ * superuser or a member of chash_mover (42501 otherwise).
  */
 extern bool guard_bypassed(void);
 

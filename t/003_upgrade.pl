@@ -176,4 +176,44 @@ $node->safe_psql('handmade', 'ALTER EXTENSION chash UPDATE');
 is($node->safe_psql('handmade', 'SELECT tenant FROM chash_migration_step WHERE migration = 1001'),
 	'7', "a step for tenant '007' of a bigint directory is updated to tenant 7");
 
+# A 1.1 database whose shard server names a password: the update stops,
+# naming the row, and changes nothing; without the password it goes
+# through.  Its operator and mover roles keep working after it
+# (docs/directory.md, "Privileges").
+$node->safe_psql('postgres', 'CREATE DATABASE passwords');
+$node->safe_psql('passwords', q{CREATE EXTENSION chash VERSION '1.1'});
+$node->safe_psql('passwords', q{
+    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 8);
+    SELECT chash_set_shard('orgs', 's1', server => 'host=pg1 dbname=app');
+    SELECT chash_set_shard('orgs', 's2', server => 'postgresql://mover:secret@pg2/app');
+    CREATE ROLE upgrade_operator;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
+        chash_tenant_size, chash_migration, chash_migration_step TO upgrade_operator;
+    GRANT USAGE ON SEQUENCE chash_migration_id_seq TO upgrade_operator;
+    CREATE ROLE upgrade_mover;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
+        chash_migration, chash_migration_step, chash_step_lease, chash_table TO upgrade_mover;
+});
+($rc, $out, $err) = $node->psql('passwords', 'ALTER EXTENSION chash UPDATE');
+like($err, qr/ERROR:  the server of shard "s2" of directory "orgs" contains a password/,
+	'a shard server with a password: the update is refused, naming the shard');
+is($node->safe_psql('passwords', q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
+	'1.1', '... and changes nothing');
+$node->safe_psql('passwords', q{SELECT chash_set_shard('orgs', 's2', server => 'postgresql://mover@pg2/app')});
+$node->safe_psql('passwords', 'ALTER EXTENSION chash UPDATE');
+is($node->safe_psql('passwords', q{SELECT extversion FROM pg_extension WHERE extname = 'chash'}),
+	$default, 'without the password the update goes through');
+like($node->safe_psql('passwords', q{SET ROLE upgrade_operator; SELECT chash_pin('orgs', 'acme', 's2'); SELECT chash_unpin('orgs', 'acme'); SELECT 'pinned'}),
+	qr/^\s*pinned$/, 'a 1.1 operator role still changes the directory after the update (a member of chash_operator)');
+like($node->safe_psql('passwords', q{SET ROLE upgrade_operator; SELECT chash_add_shard('orgs', 's3'); SELECT chash_migration_start('orgs')}),
+	qr/^\s*1$/, '... and starts a migration');
+is($node->safe_psql('passwords', q{SELECT pg_has_role('upgrade_operator', 'chash_operator', 'MEMBER'),
+                                             pg_has_role('upgrade_mover', 'chash_mover', 'MEMBER'),
+                                             pg_has_role('upgrade_operator', 'chash_mover', 'MEMBER')}),
+	't|t|f', 'the update made the 1.1 operator a member of chash_operator and the 1.1 mover of chash_mover');
+is($node->safe_psql('passwords', q{SET ROLE upgrade_mover; SELECT step FROM chash_step_lease_claim(1, 'upgrade', '1 minute')}),
+	'1', 'a 1.1 mover role still claims a step with a lease after the update');
+($rc, $out, $err) = $node->psql('passwords', q{SET ROLE upgrade_operator; SELECT chash_set_shard('orgs', 's1', server => 'host=pg1 password=x')});
+like($err, qr/ERROR:  the server of shard "s1" of directory "orgs" contains a password/,
+	'after the update a password is refused');
 done_testing();

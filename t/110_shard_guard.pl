@@ -5,7 +5,8 @@
 # fenced tenants get 40001 on source and target; chash_shard_wait_fence
 # waits for an open writer on the source; the guard stays right across
 # restarts, follows tables registered or created after the join, is
-# bypassed only by chash_mover members, and is removed by leave.
+# bypassed only by chash_mover members (and only by the session that
+# asked for it, not through SECURITY DEFINER code), and is removed by leave.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -35,8 +36,7 @@ for my $node (@shards)
 	$node->safe_psql('postgres', q{
         CREATE TABLE accounts (org_id text, id bigint, v text, PRIMARY KEY (org_id, id));
         CREATE ROLE app LOGIN;
-        CREATE ROLE chash_mover;
-        CREATE ROLE mover LOGIN IN ROLE chash_mover;
+        CREATE ROLE mover LOGIN IN ROLE chash_mover;   -- CREATE EXTENSION made chash_mover
         GRANT ALL ON accounts TO app, mover;
     });
 }
@@ -164,6 +164,61 @@ like($shards[0]->safe_psql('postgres', qq{SET ROLE app; SET chash.bypass_guard =
 	qr/^42501: permission denied to bypass the guard/, 'anybody else who sets chash.bypass_guard is refused');
 $shards[0]->safe_psql('postgres', qq{SET chash.bypass_guard = on; DELETE FROM accounts WHERE org_id = '$t2'});
 
+# The bypass belongs to the session that asked for it: a role that may not
+# bypass gains nothing from a superuser's SECURITY DEFINER function,
+# trigger or procedure, nor from a function's own SET clause; and the
+# mover's session does not lend it to another role's code.
+$shards[0]->safe_psql('postgres', qq{
+    CREATE FUNCTION definer_insert(id bigint) RETURNS void LANGUAGE sql SECURITY DEFINER
+        SET search_path = public, pg_temp
+        AS \$\$ INSERT INTO accounts VALUES ('$t2', id, 'definer') \$\$;
+    CREATE FUNCTION definer_set_insert(id bigint) RETURNS void LANGUAGE sql SECURITY DEFINER
+        SET search_path = public, pg_temp SET chash.bypass_guard = on
+        AS \$\$ INSERT INTO accounts VALUES ('$t2', id, 'definer') \$\$;
+    CREATE PROCEDURE definer_proc(id bigint) LANGUAGE sql SECURITY DEFINER
+        SET search_path = public, pg_temp
+        AS \$\$ INSERT INTO accounts VALUES ('$t2', id, 'procedure') \$\$;
+    CREATE TABLE journal (id bigint);
+    GRANT ALL ON journal TO app, mover;
+    CREATE FUNCTION journal_copy() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+        SET search_path = public, pg_temp
+        AS \$\$ BEGIN INSERT INTO accounts VALUES ('$t2', NEW.id, 'trigger'); RETURN NEW; END \$\$;
+    CREATE TRIGGER journal_copy AFTER INSERT ON journal FOR EACH ROW EXECUTE FUNCTION journal_copy();
+    CREATE FUNCTION app_insert(id bigint) RETURNS void LANGUAGE sql SECURITY DEFINER
+        SET search_path = public, pg_temp
+        AS \$\$ INSERT INTO accounts VALUES ('$t2', id, 'app') \$\$;
+    ALTER FUNCTION app_insert(bigint) OWNER TO app;
+});
+sub bypass_state
+{
+	my ($connect_as, $setup, $statement) = @_;
+	return $shards[0]->safe_psql('postgres', qq{$setup; SELECT message_of(\$\$$statement\$\$)},
+		extra_params => [ '-U', $connect_as ]);
+}
+for my $case (
+	[ 'a superuser\'s SECURITY DEFINER function', 'SELECT definer_insert(20)' ],
+	[ 'a superuser\'s SECURITY DEFINER procedure', 'CALL definer_proc(21)' ],
+	[ 'a superuser\'s SECURITY DEFINER trigger', 'INSERT INTO journal VALUES (22)' ])
+{
+	like(bypass_state('app', 'SET chash.bypass_guard = on', $case->[1]),
+		qr/^42501: permission denied to bypass the guard \/ Role "app" is neither a superuser nor a member of role "chash_mover"/,
+		"a role logged in without the privilege, bypass set, gains nothing from $case->[0]");
+	like(bypass_state('postgres', 'SET ROLE app; SET chash.bypass_guard = on', $case->[1]),
+		qr/^42501: .* Role "app"/, "nor does a role that set it after SET ROLE, through $case->[0]");
+}
+like(bypass_state('app', 'SET chash.bypass_guard = off', 'SELECT definer_set_insert(23)'),
+	qr/^42501: .* Role "app"/, 'a superuser\'s function that sets the bypass itself does not lend it to its caller');
+like(bypass_state('postgres', 'SET chash.bypass_guard = on; SET ROLE app', "INSERT INTO accounts VALUES ('$t2', 24, 'x')"),
+	qr/^42501: .* Role "app"/, 'a bypass set by a superuser does not hold after SET ROLE to a role without the privilege');
+like(bypass_state('mover', 'SET chash.bypass_guard = on', 'SELECT app_insert(25)'),
+	qr/^42501: .* Role "app"/, 'the mover\'s bypass does not hold in another role\'s SECURITY DEFINER function');
+is(bypass_state('mover', 'SET chash.bypass_guard = on', 'SELECT definer_insert(26)'), 'no error', 'the mover (logged in as itself) writes past the guard through a superuser\'s function');
+is(bypass_state('mover', 'SET chash.bypass_guard = on', 'CALL definer_proc(27)'), 'no error',
+	'and through a superuser\'s procedure');
+is($shards[0]->safe_psql('postgres', qq{SET chash.bypass_guard = on; SELECT string_agg(id::text, ',' ORDER BY id) FROM accounts WHERE org_id = '$t2'}),
+	'26,27', 'only the mover\'s writes got past the guard');
+$shards[0]->safe_psql('postgres', qq{SET chash.bypass_guard = on; DELETE FROM accounts WHERE org_id = '$t2'});
+
 # ---- a step in flight: copying, fenced, wait_fence ----
 my $mig = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$t1', 's2')});
 $dir->safe_psql('postgres', qq{SELECT chash_step_claim($mig)});
@@ -239,6 +294,18 @@ ok($shards[1]->poll_query_until('postgres', q{SELECT count(*) = 0 FROM pg_trigge
 my $t3 = $dir->safe_psql('postgres', q{SELECT t FROM (SELECT 'org-' || i AS t FROM generate_series(1, 1000) i) x
                                          WHERE chash_route('orgs', t) = 's1' ORDER BY t LIMIT 1});
 is(state_of($shards[1], qq{INSERT INTO notes VALUES ('$t3', 2)}), 'no error', 'and its writes are no longer checked');
+
+# ---- removing a shard while shard databases replicate the directory ----
+# The directory database cannot tell which shard a replicating database
+# joined as (docs/directory.md, "Removing a shard"): while any does, only a
+# retired shard is removed.
+$dir->safe_psql('postgres', q{SELECT chash_add_shard('orgs', 's9')});
+like($dir->safe_psql('postgres', q{SELECT message_of($$SELECT chash_remove_shard('orgs', 's9')$$)}),
+	qr/^55006: shard "s9" of directory "orgs" may still be joined by a shard database \/ Shard databases replicating this directory database: 3\./,
+	'a shard that is not retired is not removed while shard databases replicate the directory');
+$dir->safe_psql('postgres', q{SELECT chash_set_shard('orgs', 's9', state => 'retired'); SELECT chash_remove_shard('orgs', 's9')});
+is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_shard WHERE directory = 'orgs' AND shard = 's9'}), '0',
+	'a retired shard is removed');
 
 # ---- leave ----
 $shards[1]->safe_psql('postgres', q{SELECT chash_shard_leave('orgs')});
