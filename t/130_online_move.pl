@@ -314,7 +314,7 @@ my $route_orgs = sub { $dir->safe_psql('postgres', "SELECT chash_route('orgs', '
 my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's3')});
 my ($rc, $err, $online) = move_while_writing([ '--online', '--migration', $m ], $whale_or_small);
 is($rc, 0, 'the online move exits 0');
-like($err, qr/step 1: tenant s1 -> s3 online, \d+ rows/, 'it moved the whale online');
+like($err, qr/step 1: tenant 'whale' s1 -> s3 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_1"\), \d+ rows/, 'it moved the whale online');
 is($route_orgs->('whale'), 's3', 'the whale routes to s3');
 ok($online <= 1, sprintf('online: the longest refusal of a write was %.3f s (at most 1 s)', $online));
 my $is_whale = sub { $_[0] eq 'whale' };
@@ -407,7 +407,7 @@ my $slot_writes = sub { rand() < 0.1 ? ('items', $pinned) : ('items', $movers[ i
 my $hashed;
 ($rc, $err, $hashed) = move_while_writing([ '--online', '--directory', 'items' ], $slot_writes, watch => $capture);
 is($rc, 0, 'the online slot move exits 0');
-like($err, qr/step 1: slot $hash_from -> s3 online, \d+ rows/, 'it moved the slot online');
+like($err, qr/step 1: slot $hash_slot $hash_from -> s3 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_1"\), \d+ rows/, 'it moved the slot online');
 ok($hashed <= 1, sprintf("'pg_hash' slot step online: the longest refusal of a write was %.3f s (at most 1 s)", $hashed));
 diag sprintf("longest refusal of a write to a 'pg_hash' slot of %d rows moved online: %.3f s", $slot_rows, $hashed);
 my %in_slot = map { $_ => 1 } @slot_tenants;
