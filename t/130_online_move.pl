@@ -338,7 +338,10 @@ $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'w
 is($rc, 'signal 9', 'the mover is killed once the subscription exists');
 is($dir->safe_psql('postgres', "SELECT progress FROM chash_step_lease WHERE migration = $m"), 'subscribed',
 	'its lease records the subscription');
-my $name = "chash_move_${m}_1";
+# the objects' names carry the directory database's identity (a short hash of its system identifier and oid)
+my $name = $dir->safe_psql('postgres', qq{
+    SELECT 'chash_move_' || substr(md5(s.system_identifier || '/' || d.oid), 1, 8) || '_${m}_1'
+      FROM pg_control_system() s, pg_database d WHERE d.datname = current_database()});
 is($shard{s2}->safe_psql('postgres', qq{
     SELECT (SELECT count(*) FROM pg_publication WHERE pubname = '$name')
          + (SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$name')}), '2',
@@ -401,7 +404,7 @@ my @movers = @slot_tenants[ 1 .. 200 ];
 my $filter;
 my $capture = sub {
 	$filter //= $shard{$hash_from}->safe_psql('postgres',
-		"SELECT rowfilter FROM pg_publication_tables WHERE pubname = 'chash_move_${m}_1'") || undef;
+		"SELECT rowfilter FROM pg_publication_tables WHERE pubname LIKE 'chash\\_move\\_%\\_${m}\\_1'") || undef;
 };
 my $slot_writes = sub { rand() < 0.1 ? ('items', $pinned) : ('items', $movers[ int(rand(@movers)) ]) };
 my $hashed;
