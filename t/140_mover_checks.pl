@@ -363,6 +363,21 @@ my $hostile = { PGOPTIONS => '-c search_path=evil,pg_catalog,public' };
 	is(replication_objects(), '', 'no replication object is left');
 }
 
+# ---- item 10: a cycle of foreign keys has no order: refused before fencing ----
+{
+	$shard{s1}->safe_psql('postgres',
+		'ALTER TABLE b_grand ADD CONSTRAINT cycle FOREIGN KEY (org_id, up) REFERENCES a_child NOT VALID');
+	my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't7', 's2')});
+	my ($rc, $err) = run_mover([ '--migration', $m, $conn_a ]);
+	is($rc, 1, 'a cycle of foreign keys: exit 1');
+	like($err, qr/error: the foreign keys of the registered tables "public.a_child", "public.b_grand", "public.c_parent" on shard "s1" form a cycle/,
+		'it names the tables of the cycle');
+	is(fenced_times($m), '0', 'the step was never fenced');
+	$shard{s1}->safe_psql('postgres', 'ALTER TABLE b_grand DROP CONSTRAINT cycle');
+	($rc) = run_mover([ '--migration', $m, $conn_a ]);
+	is($rc, 0, 'without the cycle the tenant moves');
+}
+
 # ---- item 18: messages and exit statuses ----
 {
 	my ($rc, $err) = run_mover([ '--directory', 'nosuch', $conn_a ]);
