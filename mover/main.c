@@ -315,6 +315,7 @@ main(int argc, char **argv)
 	Job		   *jobs;
 	struct sigaction sa = {0};
 	bool		finished = false;
+	bool		done;
 
 	parse_options(argc, argv);
 	find_migration();
@@ -342,8 +343,9 @@ main(int argc, char **argv)
 		finished |= jobs[i].finished;
 	}
 	pause_point("finished");
-	if (!failed && (finished || stop_requested))
-		finished = migration_finished() || finished;
+	done = migration_finished();	/* and the final totals */
+	if (!failed && stop_requested)
+		finished = finished || done;
 	progress_draw(true);
 
 	if (stop_requested && !finished)
