@@ -1,5 +1,8 @@
 /*
  * One step, from where its lease's progress says it got (SPEC 4.4):
+ *   0. before anything happens on the shards (step_check): the tables in
+ *      foreign-key order, the same columns on both shards, the target's
+ *      sequences; a shard that cannot take the step stops the mover;
  *   1. fence it, then chash_shard_wait_fence on the source;
  *   2. on the target, in one transaction: delete the step's rows left by an
  *      earlier try, COPY the step's rows of every registered table from the
@@ -7,8 +10,9 @@
  *   3. verify: per table, row count and an order-independent checksum
  *      (sum of chash_xxh64 of each row's text) equal on both sides; commit
  *      only then, else roll back and release the step;
+ *   3b. advance the target's sequences past the moved values;
  *   4. complete it; once the source has applied the completion, delete the
- *      moved rows there.
+ *      moved rows there (children first).
  * Writes to the step's rows are refused from 1 to 4 only.  A takeover
  * redoes only what the progress says is missing: a fenced step is copied
  * again (the target's transaction rolled back with the dead mover, or its
@@ -196,7 +200,7 @@ static char *
 checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, const char *names)
 {
 	char	   *pred = step_predicate(server, table, target);
-	char	   *sql = format_text("SELECT count(*), COALESCE(sum(%s.chash_xxh64(r::text)), 0) "
+	char	   *sql = format_text("SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(%s.chash_xxh64(r::pg_catalog.text)), 0) "
 								  "FROM (SELECT %s FROM %s WHERE %s) r",
 								  server->schema, names, table->table_name, pred);
 
