@@ -182,6 +182,16 @@ sub replication_objects
 	return $left;
 }
 
+# A migration of one tenant in directory database A.  A migration an
+# earlier part left running (only a mover that fails its checks does) is
+# cancelled first, so that each part stands on its own.
+sub move_tenant
+{
+	my ($t, $to) = @_;
+	$dir->safe_psql('postgres', q{SELECT chash_migration_cancel(id) FROM chash_migration WHERE status = 'running'});
+	return $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$t', '$to')});
+}
+
 # Every state a step of directory database A takes, in order.
 $dir->safe_psql('postgres', q{
     CREATE TABLE step_log (migration bigint, step int, state text, at timestamptz DEFAULT clock_timestamp());
@@ -200,7 +210,7 @@ sub fenced_times
 
 # ---- item 14: online objects of two directory databases on one server ----
 {
-	my $ma = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'w1', 's2')});
+	my $ma = move_tenant('w1', 's2');
 	my $mb = $dir->safe_psql('dirb', q{SELECT chash_migration_move_tenant('teams', 'v1', 'b2')});
 	is("$ma $mb", '1 1', 'both directory databases number their migration 1');
 	my ($rc) = run_mover([ '--online', '--lease', '2', '--migration', $ma, $conn_a ], crash_at => 'subscribed');
@@ -265,7 +275,7 @@ sub evil_calls
 }
 my $hostile = { PGOPTIONS => '-c search_path=evil,pg_catalog,public' };
 {
-	my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't1', 's2')});
+	my $m = move_tenant('t1', 's2');
 	my ($rc, $err) = run_mover([ '--migration', $m, $conn_a ], env => $hostile);
 	is($rc, 0, 'a tenant of three tables joined by foreign keys moves blocking');
 	is(fenced_times($m), '1', 'its step was fenced once');
@@ -282,30 +292,31 @@ my $hostile = { PGOPTIONS => '-c search_path=evil,pg_catalog,public' };
 		'no error no error', 'inserts on the target after the move never repeat a moved identity or serial value');
 }
 
-# ---- items 10, 17, 18: the same tenant back online, its progress on a terminal ----
+# ---- items 10, 17, 18: foreign keys and sequences online, the progress on a terminal ----
+#
+# s2's sequences are behind t8's values (loaded last on s1).
 {
-	my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't1', 's1')});
-	wait_applied();
+	my $m = move_tenant('t8', 's2');
 	my ($rc, $err) = run_mover([ '--online', '--migration', $m, $conn_a ], pty => 1);
-	is($rc, 0, 'the tenant moves back online');
-	like($err, qr/step 1: tenant 't1' s2 -> s1 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_1"\), 28 rows/,
+	is($rc, 0, 'a tenant of three tables joined by foreign keys moves online');
+	like($err, qr/step 1: tenant 't8' s1 -> s2 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_1"\), 16 rows/,
 		'the step line names the tenant and the replication slot');
 	my @lines = grep { /^\d+ of \d+ / } split /[\r\n]+/, $err =~ s/\e\[K//gr;
-	like($lines[-1] // '', qr/^1 of 1 \w+ .+ 28 rows .+ in \d+ s$/,
+	like($lines[-1] // '', qr/^1 of 1 \w+ .+ 16 rows .+ in \d+ s$/,
 		"the terminal's last progress line is the final count, with the online step's rows (" . ($lines[-1] // 'none') . ')');
 	wait_applied();
-	is(rows_of($shard{s1}, 't1') . ' ' . rows_of($shard{s2}, 't1'), '10/10/8 0/0/0',
+	is(rows_of($shard{s2}, 't8') . ' ' . rows_of($shard{s1}, 't8'), '4/4/8 0/0/0',
 		'online, every row moved and the source\'s rows were deleted children first');
-	is($shard{s1}->safe_psql('postgres', q{
-        SELECT sqlstate_of($$INSERT INTO b_grand (org_id) SELECT 't1' FROM generate_series(1, 6)$$)
+	is($shard{s2}->safe_psql('postgres', q{
+        SELECT sqlstate_of($$INSERT INTO b_grand (org_id) SELECT 't8' FROM generate_series(1, 6)$$)
             || ' ' || sqlstate_of($$INSERT INTO c_parent (org_id, grand_id)
-                          SELECT 't1', (SELECT min(id) FROM b_grand WHERE org_id = 't1') FROM generate_series(1, 6)$$)}),
+                          SELECT 't8', (SELECT min(id) FROM b_grand WHERE org_id = 't8') FROM generate_series(1, 6)$$)}),
 		'no error no error', 'after the online move too, the target\'s sequences are past the moved values');
 }
 
 # ---- item 16: what the shards lack is found before the first fence ----
 {
-	my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't2', 's2')});
+	my $m = move_tenant('t2', 's2');
 	for my $case (
 		[ 'a column missing on the target', 'ALTER TABLE a_child DROP COLUMN parent_id CASCADE',
 		  qr/error: table "public.a_child" has different columns on shard "s1" and shard "s2".*hint: Give the table the same columns/s ],
@@ -348,7 +359,7 @@ my $hostile = { PGOPTIONS => '-c search_path=evil,pg_catalog,public' };
 	chmod 0600, $pgpass;
 	my $c = $shard{s1}->connstr('postgres') . ' user=pwuser';
 	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', 's1', server => \$\$$c\$\$)});
-	my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't3', 's2')});
+	my $m = move_tenant('t3', 's2');
 	my ($rc, $err, $took) = run_mover([ '--online', '--migration', $m, $conn_a ], env => { PGPASSFILE => $pgpass });
 	is($rc, 0, 'a target that cannot log in to the source: the move falls back to blocking and exits 0');
 	like($err, qr/warning: shard "s2" cannot log in to shard "s1" for the subscription .*: steps from "s1" to "s2" are moved with writes blocked/,
@@ -367,7 +378,7 @@ my $hostile = { PGOPTIONS => '-c search_path=evil,pg_catalog,public' };
 {
 	$shard{s1}->safe_psql('postgres',
 		'ALTER TABLE b_grand ADD CONSTRAINT cycle FOREIGN KEY (org_id, up) REFERENCES a_child NOT VALID');
-	my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't7', 's2')});
+	my $m = move_tenant('t7', 's2');
 	my ($rc, $err) = run_mover([ '--migration', $m, $conn_a ]);
 	is($rc, 1, 'a cycle of foreign keys: exit 1');
 	like($err, qr/error: the foreign keys of the registered tables "public.a_child", "public.b_grand", "public.c_parent" on shard "s1" form a cycle/,
@@ -385,11 +396,11 @@ my $hostile = { PGOPTIONS => '-c search_path=evil,pg_catalog,public' };
 	like($err, qr/error: directory "nosuch" does not exist/, 'an unknown directory does not exist');
 
 	# a cancelled migration whose step a dead mover held, and a running one
-	my $m1 = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't4', 's2')});
+	my $m1 = move_tenant('t4', 's2');
 	($rc) = run_mover([ '--lease', '2', '--migration', $m1, $conn_a ], crash_at => 'fenced');
 	is($rc, 'signal 9', 'a mover is killed after fencing');
 	$dir->safe_psql('postgres', "SELECT chash_migration_cancel($m1)");
-	my $m2 = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't5', 's2')});
+	my $m2 = move_tenant('t5', 's2');
 	($rc, $err) = run_mover([ '--directory', 'orgs', $conn_a ]);
 	is($rc, 2, '--directory with a cancelled migration\'s lease left and a running one: exit 2');
 	like($err, qr/error: directory "orgs" has more than one migration to move: $m1 \(cancelled, with steps to clean up\), $m2 \(running\)/,
@@ -417,7 +428,7 @@ my $hostile = { PGOPTIONS => '-c search_path=evil,pg_catalog,public' };
 	my $holder = $shard{s1}->background_psql('b');
 	my $pid = $holder->query_safe('BEGIN; SELECT pg_current_xact_id(); SELECT pg_backend_pid()');
 	($pid) = $pid =~ /(\d+)\s*$/;
-	my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 't6', 's2')});
+	my $m = move_tenant('t6', 's2');
 	my ($rc, $err, $after) = run_mover([ '--online', '--migration', $m, $conn_a ], signal => [ 'TERM', 10 ]);
 	like($err, qr/waiting \d+ s on shard "s1" for SELECT pg_catalog\.pg_create_logical_replication_slot.*: blocked by process $pid \(database b, user \S+, idle in transaction/,
 		"while it waits for the slot, it says which process it waits for ($pid)");
