@@ -655,7 +655,11 @@ move_step(Server *dir, ClaimedStep *cs)
 	src = ntables >= 0 ? shard(dir, cs->from_shard) : NULL;
 	tgt = src != NULL ? shard(dir, cs->to_shard) : NULL;
 	if (src == NULL || tgt == NULL)
-		goto refuse;
+	{
+		if (strcmp(cs->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
+			lease_call(dir, "release", cs->step, NULL);
+		goto retry;
+	}
 
 	/* 0. before anything happens on the shards: what the step needs of them */
 	if (strcmp(cs->state, "cancelled") == 0 || strcmp(cs->state, "done") == 0
@@ -855,11 +859,14 @@ give_back:
 	outcome = stop_requested ? STEP_STOPPED : STEP_RETRY;
 	goto out;
 refuse:
-	/* the shards cannot take the step as they are: given back as it was, nothing fenced by this try */
+	/*
+	 * The shards cannot take the step as they are.  Claimed only: given
+	 * back untouched, never fenced.  A takeover of a step further on (its
+	 * copy may be on the target) is left to its lease, for a rerun once
+	 * the shards are mended.
+	 */
 	if (strcmp(cs->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
 		lease_call(dir, "release", cs->step, NULL);
-	else if (strcmp(cs->state, "copying") == 0 || strcmp(cs->state, "fenced") == 0)
-		give_back(dir, src, tgt, tables, ntables, &target, cs->step);
 retry:
 	/* the lease runs out and this or another mover takes the step over */
 	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
