@@ -54,6 +54,8 @@ extern bool server_open(Server *server);
 extern void server_close(Server *server);
 extern PGresult *query(Server *server, const char *sql, int nparams, const char *const *params);
 extern bool command(Server *server, const char *sql);
+extern PGresult *server_exec(Server *server, const char *sql);
+extern PGresult *server_wait(Server *server, const char *sql, bool *cancelled);
 extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
@@ -68,6 +70,7 @@ typedef struct Migration
 	char	   *slot_method;
 	char	   *key_type;
 	char		holder[160];	/* this process's name on its leases */
+	char		database_id[9]; /* of the directory database: its server's system identifier and oid, hashed */
 } Migration;
 
 extern Migration migration;
@@ -82,13 +85,26 @@ typedef struct StepTarget
 	const char *tenant;
 } StepTarget;
 
+typedef struct OwnedSequence
+{
+	char	   *column;			/* quoted */
+	char	   *sequence;		/* quoted, schema-qualified */
+	bool		ascending;
+} OwnedSequence;
+
 typedef struct TableInfo
 {
 	char	   *table_name;		/* stored quoted: schema.table */
 	char	   *tenant_column;
+	char	   *columns;		/* what COPY moves, "a, b" (step_check) */
+	OwnedSequence *sequences;	/* the target's, of its columns (step_check) */
+	int			nsequences;
 } TableInfo;
 
 extern int	registered_tables(Server *dir, TableInfo **tables);
+extern void free_tables(TableInfo *tables, int ntables);
+extern bool order_tables(Server *src, TableInfo *tables, int ntables);
+extern bool owned_sequences(Server *tgt, TableInfo *table);
 extern char *step_predicate(Server *server, const TableInfo *table, const StepTarget *target);
 extern char *table_columns(Server *server, const TableInfo *table);
 extern void check_slot_index(Server *server, const TableInfo *table);
@@ -118,6 +134,7 @@ extern ClaimResult lease_claim(Server *dir, ClaimedStep *step);
 extern bool lease_call(Server *dir, const char *function, int step, const char *extra);
 extern bool lease_record(Server *dir, int step, const char *progress, long long rows, long long bytes);
 extern void *lease_keeper(void *arg);
+extern void lease_totals(Server *dir);
 extern void lease_hold(int step);
 extern void lease_unhold(int step);
 extern void claimed_step_free(ClaimedStep *step);

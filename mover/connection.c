@@ -5,6 +5,8 @@
  * a service file).  Every session gets the same output settings, so a
  * row's text, which the verification hashes, is the same on both sides.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,34 +93,162 @@ connect_to(const char *conninfo, const char *what)
 	return conn;
 }
 
-PGresult *
-query(Server *server, const char *sql, int nparams, const char *const *params)
+/*
+ * What a statement that has waited long waits for: the processes that
+ * block it (pg_blocking_pids: a lock, or a transaction whose end it
+ * awaits, in any database of the server), else its wait event.  Asked over
+ * a connection of its own, opened the first time.
+ */
+static void
+say_waiting(Server *server, PGconn **side, const char *label, double waited)
 {
-	PGresult   *res = PQexecParams(server->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	char		pid[16];
+	const char *params[1] = {pid};
+	PGresult   *res;
+	const char *what;
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)
+	if (*side == NULL)
 	{
-		report_result("error", format_text("query failed on %s", server->name), res, server->conn);
+		*side = connect_to(server->conninfo, format_text("%s to see what it waits for", server->name));
+		if (*side != NULL)
+			PQclear(PQexec(*side, "SET search_path = pg_catalog, pg_temp"));
+	}
+	if (*side == NULL)
+		return;
+	snprintf(pid, sizeof(pid), "%d", PQbackendPID(server->conn));
+	res = PQexecParams(*side,
+					   "SELECT COALESCE((SELECT pg_catalog.string_agg(pg_catalog.format("
+					   "           'process %s (database %s, user %s, %s, transaction open for %s s)', b.pid,"
+					   "           COALESCE(pg_catalog.quote_ident(b.datname), 'none'), COALESCE(pg_catalog.quote_ident(b.usename), 'unknown'),"
+					   "           COALESCE(b.state, 'state not visible'),"
+					   "           COALESCE(pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) b.xact_start))::text, '?')),"
+					   "           ', ' ORDER BY b.pid)"
+					   "      FROM pg_catalog.pg_stat_activity b"
+					   "     WHERE b.pid OPERATOR(pg_catalog.=) ANY (pg_catalog.pg_blocking_pids($1::int))),"
+					   "   (SELECT 'no other process, wait event ' OPERATOR(pg_catalog.||) COALESCE(a.wait_event_type OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) a.wait_event, 'none')"
+					   "      FROM pg_catalog.pg_stat_activity a WHERE a.pid OPERATOR(pg_catalog.=) $1::int))",
+					   1, NULL, params, NULL, NULL, 0);
+	what = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
+		? PQgetvalue(res, 0, 0) : "not known";
+	report("info", "waiting %.0f s on %s for %s: blocked by %s", waited,
+		   strcmp(server->name, "directory") == 0 ? "the directory database" : format_text("shard \"%s\"", server->name),
+		   label, what);
+	PQclear(res);
+}
+
+/*
+ * The result of the statement sent on the server's connection (the last
+ * one's, of several), or its first COPY result.  Every wait is
+ * interruptible: Ctrl-C or SIGTERM arriving while it runs cancels it
+ * (*cancelled is set, and the error is the caller's to keep quiet), and a
+ * statement that takes long says every few seconds what it waits for.
+ */
+PGresult *
+server_wait(Server *server, const char *sql, bool *cancelled)
+{
+	PGconn	   *conn = server->conn;
+	bool		stop_before = stop_requested;
+	double		start = now_seconds();
+	double		next_say = start + 3;
+	PGconn	   *side = NULL;
+	PGresult   *res,
+			   *last = NULL;
+	char		label[72];
+
+	/* "SELECT pg_catalog.pg_create_logical_replication_slot(...": enough to know the statement */
+	snprintf(label, sizeof(label), "%s", sql);
+	for (char *p = label; *p; p++)
+		if (*p == '\n' || *p == '\t')
+			*p = ' ';
+	if (strlen(sql) >= sizeof(label) - 1)
+		strcpy(label + sizeof(label) - 5, "...");
+	*cancelled = false;
+	for (;;)
+	{
+		while (PQisBusy(conn))
+		{
+			struct pollfd pfd = {PQsocket(conn), POLLIN, 0};
+
+			if (poll(&pfd, 1, 250) < 0 && errno != EINTR)
+				break;
+			if (!PQconsumeInput(conn))
+				break;
+			if (stop_requested && !stop_before && !*cancelled)
+			{
+				PGcancel   *cancel = PQgetCancel(conn);
+				char		buf[256];
+
+				if (cancel)
+				{
+					PQcancel(cancel, buf, sizeof(buf));
+					PQfreeCancel(cancel);
+				}
+				*cancelled = true;
+			}
+			if (!*cancelled && PQisBusy(conn) && now_seconds() >= next_say)
+			{
+				say_waiting(server, &side, label, now_seconds() - start);
+				next_say = now_seconds() + 5;
+			}
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		PQclear(last);
+		last = res;
+		if (PQresultStatus(res) == PGRES_COPY_OUT || PQresultStatus(res) == PGRES_COPY_IN)
+			break;
+	}
+	if (side != NULL)
+		PQfinish(side);
+	return last;
+}
+
+/* Sends one or more statements and waits (server_wait); NULL with the error said when they fail. */
+static PGresult *
+run(Server *server, const char *sql, int nparams, const char *const *params, bool multi)
+{
+	bool		cancelled;
+	int			sent = multi ? PQsendQuery(server->conn, sql)
+		: PQsendQueryParams(server->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+	PGresult   *res = sent ? server_wait(server, sql, &cancelled) : NULL;
+
+	if (res == NULL || (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK))
+	{
+		/* a statement cancelled by Ctrl-C: the interruption is said once, at the end */
+		if (!sent || !cancelled)
+			report_result("error", format_text("query failed on %s", server->name), res, server->conn);
 		PQclear(res);
 		return NULL;
 	}
 	return res;
 }
 
+PGresult *
+query(Server *server, const char *sql, int nparams, const char *const *params)
+{
+	return run(server, sql, nparams, params, false);
+}
+
 /* one or more statements without parameters */
 bool
 command(Server *server, const char *sql)
 {
-	PGresult   *res = PQexec(server->conn, sql);
+	PGresult   *res = run(server, sql, 0, NULL, true);
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)
-	{
-		report_result("error", format_text("query failed on %s", server->name), res, server->conn);
-		PQclear(res);
-		return false;
-	}
 	PQclear(res);
-	return true;
+	return res != NULL;
+}
+
+/* One statement whose result the caller checks (NULL: it could not be sent). */
+PGresult *
+server_exec(Server *server, const char *sql)
+{
+	bool		cancelled;
+
+	if (!PQsendQuery(server->conn, sql))
+		return NULL;
+	return server_wait(server, sql, &cancelled);
 }
 
 /*
@@ -140,7 +270,12 @@ server_open(Server *server)
 							  : format_text("shard \"%s\"", server->name));
 	if (server->conn == NULL)
 		return false;
-	if (!command(server, "SET datestyle = ISO, YMD; SET intervalstyle = postgres; "
+	/*
+	 * First the search path, so no statement of the mover resolves a name
+	 * through a schema a role could put before pg_catalog (its own
+	 * setting, PGOPTIONS); chash's objects are named with its schema.
+	 */
+	if (!command(server, "SET search_path = pg_catalog, pg_temp; SET datestyle = ISO, YMD; SET intervalstyle = postgres; "
 				 "SET timezone = 'UTC'; SET extra_float_digits = 3; SET bytea_output = hex; "
 				 "SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0; "
 				 "SET client_min_messages = warning"))

@@ -184,6 +184,32 @@ lease_record(Server *dir, int step, const char *progress, long long rows, long l
 	return true;
 }
 
+/* The migration's steps done and in all, for the progress line. */
+void
+lease_totals(Server *dir)
+{
+	char	   *id = text_of(migration.id);
+	const char *params[1] = {id};
+	PGresult   *res = PQexecParams(dir->conn,
+								   format_text("SELECT total, done, summary FROM %s.chash_migration_progress "
+											   "WHERE migration = $1", dir->schema),
+								   1, NULL, params, NULL, NULL, 0);
+
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+	{
+		const char *summary = PQgetvalue(res, 0, 2);
+
+		pthread_mutex_lock(&counters_lock);
+		counters.total = atoll(PQgetvalue(res, 0, 0));
+		counters.done = atoll(PQgetvalue(res, 0, 1));
+		counters.unit = strstr(summary, "tenants") ? "tenants"
+			: strstr(summary, "slots") ? "slots" : "steps";
+		pthread_mutex_unlock(&counters_lock);
+	}
+	PQclear(res);
+	free(id);
+}
+
 /*
  * Renews the leases and fetches the migration's totals for the progress
  * line.  Runs until the process ends; a failed renewal is retried (the
@@ -226,22 +252,7 @@ lease_keeper(void *arg)
 				}
 				if (t >= next_totals)
 				{
-					res = PQexecParams(dir.conn,
-									   format_text("SELECT total, done, summary FROM %s.chash_migration_progress "
-												   "WHERE migration = $1", dir.schema),
-									   1, NULL, params, NULL, NULL, 0);
-					if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-					{
-						const char *summary = PQgetvalue(res, 0, 2);
-
-						pthread_mutex_lock(&counters_lock);
-						counters.total = atoll(PQgetvalue(res, 0, 0));
-						counters.done = atoll(PQgetvalue(res, 0, 1));
-						counters.unit = strstr(summary, "tenants") ? "tenants"
-							: strstr(summary, "slots") ? "slots" : "steps";
-						pthread_mutex_unlock(&counters_lock);
-					}
-					PQclear(res);
+					lease_totals(&dir);
 					next_totals = t + 1;
 				}
 			}

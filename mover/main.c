@@ -127,6 +127,44 @@ run_job(void *arg)
 	return NULL;
 }
 
+/*
+ * The directory database's identity in the names of the online moves'
+ * replication objects (online.c): its server's system identifier and its
+ * oid, hashed short.
+ */
+static void
+find_database_id(Server *dir)
+{
+	PGresult   *res = query(dir,
+							"SELECT pg_catalog.substr(pg_catalog.md5(s.system_identifier::pg_catalog.text "
+							"           OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) d.oid::pg_catalog.text), 1, 8) "
+							"  FROM pg_catalog.pg_control_system() s, pg_catalog.pg_database d "
+							" WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()", 0, NULL);
+
+	if (res == NULL || PQntuples(res) != 1)
+		exit(1);
+	snprintf(migration.database_id, sizeof(migration.database_id), "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+}
+
+/* "3 (cancelled, with steps to clean up), 4 (running)" */
+static char *
+migration_list(PGresult *res)
+{
+	char	   *list = format_text("%s", "");
+
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		const char *status = PQgetvalue(res, i, 5);
+		char	   *longer = format_text("%s%s%s (%s%s)", list, i ? ", " : "", PQgetvalue(res, i, 0), status,
+										 strcmp(status, "running") == 0 ? "" : ", with steps to clean up");
+
+		free(list);
+		list = longer;
+	}
+	return list;
+}
+
 /* The migration to move, from --migration, --directory, or the only running one. */
 static void
 find_migration(void)
@@ -139,6 +177,7 @@ find_migration(void)
 
 	if (!server_open(&dir))
 		exit(1);
+	find_database_id(&dir);
 	if (options.migration != 0)
 	{
 		snprintf(id, sizeof(id), "%lld", options.migration);
@@ -148,6 +187,16 @@ find_migration(void)
 	else if (options.directory != NULL)
 	{
 		params[0] = options.directory;
+		res = query(&dir, format_text("SELECT FROM %s.chash_directory WHERE name = $1", dir.schema), 1, params);
+		if (res == NULL)
+			exit(1);
+		if (PQntuples(res) == 0)
+		{
+			report("error", "directory \"%s\" does not exist", options.directory);
+			report("hint", "The directories are the rows of chash_directory in the directory database.");
+			exit(1);
+		}
+		PQclear(res);
 		/* the running one, or a finished one whose source rows are still to delete */
 		sql = "m.directory = $1 AND (m.status = 'running' OR EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id))";
 	}
@@ -183,8 +232,6 @@ find_migration(void)
 	{
 		if (options.migration != 0)
 			report("error", "migration %lld does not exist", options.migration);
-		else if (options.directory != NULL)
-			report("error", "directory \"%s\" has no running migration", options.directory);
 		else
 			report("error", "no migration is running");
 		report("hint", "Start one with chash_migration_start() or chash_migration_move_tenant().");
@@ -192,8 +239,20 @@ find_migration(void)
 	}
 	if (PQntuples(res) > 1)
 	{
-		report("error", "more than one migration is running");
-		report("hint", "Choose one with --migration or --directory.");
+		char	   *list = migration_list(res);
+
+		if (options.directory != NULL)
+		{
+			/* a cancelled or reverted migration whose steps a mover still held, and the running one */
+			report("error", "directory \"%s\" has more than one migration to move: %s", options.directory, list);
+			report("hint", "Move them one at a time, the oldest first: chash_move --migration %s, then --migration %s.",
+				   PQgetvalue(res, 0, 0), PQgetvalue(res, 1, 0));
+		}
+		else
+		{
+			report("error", "more than one migration is running: %s", list);
+			report("hint", "Choose one with --migration or --directory.");
+		}
 		exit(2);
 	}
 	migration.id = atoll(PQgetvalue(res, 0, 0));
@@ -207,6 +266,46 @@ find_migration(void)
 	server_close(&dir);
 }
 
+/*
+ * After the jobs: whether the migration has nothing left for a mover (done
+ * or cancelled, no step held), read again, and the totals for the final
+ * progress line, so a Ctrl-C that came after the last step is no
+ * interruption and the last line is not a stale one.
+ */
+static bool
+migration_finished(void)
+{
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+	bool		done = false;
+
+	if (server_open(&dir))
+	{
+		char	   *id = format_text("%lld", migration.id);
+		const char *params[1] = {id};
+		PGresult   *res = query(&dir, format_text(
+			"SELECT m.status <> 'running' AND NOT EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id) "
+			"  FROM %1$s.chash_migration m WHERE m.id = $1", dir.schema), 1, params);
+
+		done = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+		PQclear(res);
+		free(id);
+		lease_totals(&dir);
+	}
+	server_close(&dir);
+	return done;
+}
+
+/* Testing aid: CHASH_MOVE_PAUSE_AT=finished waits 3 s once the jobs have ended (a Ctrl-C then). */
+static void
+pause_point(const char *point)
+{
+	const char *at = getenv("CHASH_MOVE_PAUSE_AT");
+
+	if (at != NULL && strcmp(at, point) == 0)
+		for (int i = 0; i < 30; i++)
+			usleep(100 * 1000);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -216,6 +315,7 @@ main(int argc, char **argv)
 	Job		   *jobs;
 	struct sigaction sa = {0};
 	bool		finished = false;
+	bool		done;
 
 	parse_options(argc, argv);
 	find_migration();
@@ -242,9 +342,13 @@ main(int argc, char **argv)
 		pthread_join(threads[i], NULL);
 		finished |= jobs[i].finished;
 	}
+	pause_point("finished");
+	done = migration_finished();	/* and the final totals */
+	if (!failed && stop_requested)
+		finished = finished || done;
 	progress_draw(true);
 
-	if (stop_requested)
+	if (stop_requested && !finished)
 	{
 		report("info", "interrupted: the steps in flight were released");
 		return 1;

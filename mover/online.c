@@ -4,8 +4,11 @@
  * source keeps taking writes, so writes wait only for the last catch-up.
  * A publication on the source with a row filter for the step's rows, a
  * logical slot created there by the mover, and a subscription on the
- * target; all three are named chash_move_<migration>_<step>, so a rerun
- * finds and drops what a mover that died created.
+ * target; all three are named chash_move_<database>_<migration>_<step>
+ * (<database> a short hash of the directory database's system identifier
+ * and oid: migration numbers repeat across directory databases, slot names
+ * are the server's), so a rerun finds and drops what a mover that died
+ * created, and never another directory database's objects.
  *
  * Row filters may call only built-in immutable functions: a tenant step
  * filters on the tenant column, a slot step of a 'pg_hash' directory on
@@ -33,7 +36,7 @@
 char *
 online_name(int step)
 {
-	return format_text("chash_move_%lld_%d", migration.id, step);
+	return format_text("chash_move_%s_%lld_%d", migration.database_id, migration.id, step);
 }
 
 /* Says once per key why steps fall back to the blocking copy; false. */
@@ -52,6 +55,50 @@ cannot(char *key, char *message, const char *hint)
 	free(key);
 	free(message);
 	return false;
+}
+
+/*
+ * Whether the target's server can log in to the source as its
+ * subscription will (the source's chash_shard.server, from the target's
+ * server, with that server's .pgpass, as a replication connection): a
+ * subscription that connects, without a slot, rolled back.  NULL when it
+ * can, else the server's error.
+ */
+static char *
+login_error(Server *src, Server *tgt)
+{
+	static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+	static int	probes;
+	char	   *conninfo = escape_literal(tgt->conn, src->conninfo);
+	char	   *sql;
+	PGresult   *res;
+	char	   *error = NULL;
+	int			n;
+
+	pthread_mutex_lock(&probe_lock);
+	n = ++probes;
+	pthread_mutex_unlock(&probe_lock);
+	if (!command(tgt, "BEGIN; SET LOCAL client_min_messages = error"))
+	{
+		free(conninfo);
+		return format_text("%s", "the probe failed");
+	}
+	sql = format_text("CREATE SUBSCRIPTION chash_move_probe_%d_%d CONNECTION %s PUBLICATION chash_move_probe "
+					  "WITH (connect = true, enabled = false, create_slot = false, slot_name = NONE, copy_data = false)",
+					  (int) getpid(), n, conninfo);
+	res = server_exec(tgt, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		const char *m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+		error = format_text("%s", m ? m : PQerrorMessage(tgt->conn));
+		error[strcspn(error, "\n")] = '\0';
+	}
+	PQclear(res);
+	PQclear(server_exec(tgt, "ROLLBACK"));
+	free(sql);
+	free(conninfo);
+	return error;
 }
 
 /* The kind of hash a 'pg_hash' slot filter applies to the column, or NULL. */
@@ -112,6 +159,19 @@ online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const St
 		return cannot(format_text("superuser\n%s", tgt->name),
 					  format_text("the mover's role on shard \"%s\" is not a superuser, which CREATE SUBSCRIPTION needs: steps to it are moved with writes blocked", tgt->name),
 					  "Connect to it as a superuser in its chash_shard.server.");
+	{
+		char	   *error = login_error(src, tgt);
+
+		if (error != NULL)
+			return cannot(format_text("login\n%s\n%s", src->name, tgt->name),
+						  format_text("shard \"%s\" cannot log in to shard \"%s\" for the subscription (%s): steps from \"%s\" to \"%s\" are moved with writes blocked",
+									  tgt->name, src->name, error, src->name, tgt->name),
+						  format_text("The subscription connects from the server of shard \"%s\" with the chash_shard.server of shard \"%s\", as a replication connection. "
+									  "Put that role's password in the .pgpass file of the operating-system user that runs the server of shard \"%s\" (usually ~postgres/.pgpass, mode 0600), "
+									  "give the role REPLICATION, or allow the connection in the pg_hba.conf of shard \"%s\".",
+									  tgt->name, src->name, tgt->name, src->name));
+		free(error);
+	}
 	for (int i = 0; i < ntables; i++)
 	{
 		const char *params[2] = {tables[i].table_name, tables[i].tenant_column};
@@ -266,7 +326,7 @@ wait_slot(Server *src, const char *name, const char *lsn)
 {
 	const char *params[2] = {name, lsn};
 	double		start = now_seconds();
-	bool		said = false;
+	double		next_say = start + 5;
 
 	for (;;)
 	{
@@ -294,11 +354,11 @@ wait_slot(Server *src, const char *name, const char *lsn)
 			return true;
 		if (stop_requested)
 			return false;
-		if (!said && now_seconds() - start > 30)
+		if (now_seconds() >= next_say)
 		{
-			report("info", "waiting for the subscription \"%s\" to apply shard \"%s\"'s changes up to %s",
-				   name, src->name, lsn);
-			said = true;
+			report("info", "waiting %.0f s for the subscription \"%s\" to apply shard \"%s\"'s changes up to %s",
+				   now_seconds() - start, name, src->name, lsn);
+			next_say = now_seconds() + 5;
 		}
 		/* a short wait is the usual one: it is writes refused */
 		usleep(now_seconds() - start < 0.5 ? 2000 : 20000);
@@ -367,7 +427,7 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 	char	   *name = online_name(step);
 	bool		ok = false;
 	double		begun = now_seconds();
-	bool		said = false;
+	double		next_say = begun + 10;
 
 	for (;;)
 	{
@@ -379,6 +439,12 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 			break;
 		if (state == 0)
 		{
+			if (now_seconds() >= next_say)
+			{
+				report("info", "step %d: waiting %.0f s for the subscription \"%s\" on shard \"%s\" to copy the step's rows",
+					   step, now_seconds() - begun, name, tgt->name);
+				next_say = now_seconds() + 10;
+			}
 			usleep(20 * 1000);
 			continue;
 		}
@@ -391,11 +457,11 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 		if (!ok || now_seconds() - start < 0.1)
 			break;
 		ok = false;
-		if (!said && now_seconds() - begun > 60)
+		if (now_seconds() >= next_say)
 		{
-			report("info", "step %d: the subscription on shard \"%s\" has copied the rows but lags behind shard \"%s\"; the step is fenced once it keeps up",
-				   step, tgt->name, src->name);
-			said = true;
+			report("info", "step %d: the subscription \"%s\" on shard \"%s\" has copied the rows but lags behind shard \"%s\"; the step is fenced once it keeps up",
+				   step, name, tgt->name, src->name);
+			next_say = now_seconds() + 10;
 		}
 	}
 	free(name);
@@ -452,7 +518,7 @@ online_drop(Server *src, Server *tgt, int step)
 		suboid = format_text("%s", PQgetvalue(res, 0, 0));
 		PQclear(res);
 		sql = format_text("DROP SUBSCRIPTION %s", name);
-		res = PQexec(tgt->conn, sql);
+		res = server_exec(tgt, sql);
 		free(sql);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		{
@@ -479,7 +545,8 @@ online_drop(Server *src, Server *tgt, int step)
 	for (int tries = 0;; tries++)
 	{
 		res = query(src, "SELECT slot_name, active_pid FROM pg_catalog.pg_replication_slots "
-					"WHERE slot_name = $1 OR slot_name LIKE $2", 2, params);
+					"WHERE (slot_name = $1 OR slot_name LIKE $2) AND database = pg_catalog.current_database()",
+					2, params);
 		if (res == NULL)
 			goto out;
 		if (PQntuples(res) == 0)

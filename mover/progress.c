@@ -104,8 +104,14 @@ progress_draw(bool final)
 	pthread_mutex_unlock(&counters_lock);
 	if (c.total == 0)
 		return;
-	/* time left from this run's pace */
-	if (c.done > done_at_start && done_at_start >= 0 && c.done < c.total)
+	/* time left from this run's pace; at the end, how long it took */
+	if (final)
+	{
+		duration(elapsed, left, sizeof(left));
+		memmove(left + 3, left, strlen(left) + 1);
+		memcpy(left, "in ", 3);
+	}
+	else if (c.done > done_at_start && done_at_start >= 0 && c.done < c.total)
 	{
 		double		rate = (c.done - done_at_start) / elapsed;
 

@@ -1,5 +1,8 @@
 /*
  * One step, from where its lease's progress says it got (SPEC 4.4):
+ *   0. before anything happens on the shards (step_check): the tables in
+ *      foreign-key order, the same columns on both shards, the target's
+ *      sequences; a shard that cannot take the step stops the mover;
  *   1. fence it, then chash_shard_wait_fence on the source;
  *   2. on the target, in one transaction: delete the step's rows left by an
  *      earlier try, COPY the step's rows of every registered table from the
@@ -7,8 +10,9 @@
  *   3. verify: per table, row count and an order-independent checksum
  *      (sum of chash_xxh64 of each row's text) equal on both sides; commit
  *      only then, else roll back and release the step;
+ *   3b. advance the target's sequences past the moved values;
  *   4. complete it; once the source has applied the completion, delete the
- *      moved rows there.
+ *      moved rows there (children first).
  * Writes to the step's rows are refused from 1 to 4 only.  A takeover
  * redoes only what the progress says is missing: a fenced step is copied
  * again (the target's transaction rolled back with the dead mover, or its
@@ -111,20 +115,17 @@ shard(Server *dir, const char *name)
 
 /* ---- small helpers ---- */
 
+/* The result of the statement sent there, or NULL with the error said (not when Ctrl-C cancelled it). */
 static PGresult *
-last_result(Server *server)
+last_result(Server *server, const char *sql)
 {
-	PGresult   *res,
-			   *last = NULL;
+	bool		cancelled;
+	PGresult   *last = server_wait(server, sql, &cancelled);
 
-	while ((res = PQgetResult(server->conn)) != NULL)
-	{
-		PQclear(last);
-		last = res;
-	}
 	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
 	{
-		report_result("error", format_text("query failed on shard \"%s\"", server->name), last, server->conn);
+		if (!cancelled)
+			report_result("error", format_text("query failed on shard \"%s\"", server->name), last, server->conn);
 		PQclear(last);
 		return NULL;
 	}
@@ -166,7 +167,7 @@ wait_replica(Server *server, int step, const char *states, const char *what)
 	char	   *sql = format_text("SELECT s.state = ANY ($3::text[]) FROM %s.chash_migration_step s "
 								  "WHERE s.migration = $1 AND s.step = $2", server->schema);
 	double		start = now_seconds();
-	bool		said = false;
+	double		next_say = start + 5;
 	bool		ok = false;
 
 	for (;;)
@@ -179,10 +180,11 @@ wait_replica(Server *server, int step, const char *states, const char *what)
 		PQclear(res);
 		if (ok || stop_requested)
 			break;
-		if (!said && now_seconds() - start > 10)
+		if (now_seconds() >= next_say)
 		{
-			report("info", "waiting for shard \"%s\" to apply the %s of step %d", server->name, what, step);
-			said = true;
+			report("info", "waiting %.0f s for shard \"%s\" to apply the %s of step %d (its replica of the directory lags)",
+				   now_seconds() - start, server->name, what, step);
+			next_say = now_seconds() + 5;
 		}
 		usleep(2000);
 	}
@@ -198,7 +200,7 @@ static char *
 checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, const char *names)
 {
 	char	   *pred = step_predicate(server, table, target);
-	char	   *sql = format_text("SELECT count(*), COALESCE(sum(%s.chash_xxh64(r::text)), 0) "
+	char	   *sql = format_text("SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(%s.chash_xxh64(r::pg_catalog.text)), 0) "
 								  "FROM (SELECT %s FROM %s WHERE %s) r",
 								  server->schema, names, table->table_name, pred);
 
@@ -208,13 +210,13 @@ checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, c
 
 /* Both sides inside the transactions the caller opened. */
 static Verdict
-verify(Server *src, Server *tgt, TableInfo *tables, char **names, int ntables,
+verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	   const StepTarget *target, int step, long long *rows)
 {
 	for (int i = 0; i < ntables; i++)
 	{
-		char	   *sql_src = checksum_sql(src, &tables[i], target, names[i]);
-		char	   *sql_tgt = checksum_sql(tgt, &tables[i], target, names[i]);
+		char	   *sql_src = checksum_sql(src, &tables[i], target, tables[i].columns);
+		char	   *sql_tgt = checksum_sql(tgt, &tables[i], target, tables[i].columns);
 		PGresult   *rs,
 				   *rt;
 		Verdict		v;
@@ -224,8 +226,8 @@ verify(Server *src, Server *tgt, TableInfo *tables, char **names, int ntables,
 			report("error", "could not send the verification query: %s", PQerrorMessage(src->conn));
 			return VERDICT_ERROR;
 		}
-		rs = last_result(src);
-		rt = last_result(tgt);
+		rs = last_result(src, sql_src);
+		rt = last_result(tgt, sql_tgt);
 		free(sql_src);
 		free(sql_tgt);
 		if (rs == NULL || rt == NULL)
@@ -274,7 +276,9 @@ common_columns(Server *src, Server *tgt, const TableInfo *table)
 	{
 		report("error", "table \"%s\" has different columns on shard \"%s\" and shard \"%s\"",
 			   table->table_name, src->name, tgt->name);
-		report("detail", "Shard \"%s\" has (%s), shard \"%s\" has (%s).", src->name, a, tgt->name, b);
+		report("detail", "Shard \"%s\" has (%s), shard \"%s\" has (%s). No step was fenced.", src->name, a, tgt->name, b);
+		report("hint", "Give the table the same columns, in the same order and of the same types, on every shard (ALTER TABLE), then run chash_move again.");
+		config_error = true;
 		free(a);
 		free(b);
 		return NULL;
@@ -306,29 +310,24 @@ common_columns(Server *src, Server *tgt, const TableInfo *table)
 	return names;
 }
 
-static void
-free_column_lists(char **names, int ntables)
+/*
+ * Before anything of the step happens on its shards (the first fence
+ * above all): the tables in foreign-key order, every table with the same
+ * columns on both shards (the list COPY moves), and the target's owned
+ * sequences the mover will advance.  A problem is said once, with what to
+ * fix, and sets config_error: the job stops instead of fencing and
+ * releasing the step again and again.
+ */
+static bool
+step_check(Server *src, Server *tgt, TableInfo *tables, int ntables)
 {
-	if (names == NULL)
-		return;
+	if (!order_tables(src, tables, ntables))
+		return false;
 	for (int i = 0; i < ntables; i++)
-		free(names[i]);
-	free(names);
-}
-
-/* The common column names of every table (common_columns), or NULL. */
-static char **
-column_lists(Server *src, Server *tgt, TableInfo *tables, int ntables)
-{
-	char	  **names = calloc(ntables > 0 ? ntables : 1, sizeof(char *));
-
-	for (int i = 0; i < ntables; i++)
-		if ((names[i] = common_columns(src, tgt, &tables[i])) == NULL)
-		{
-			free_column_lists(names, ntables);
-			return NULL;
-		}
-	return names;
+		if ((tables[i].columns = common_columns(src, tgt, &tables[i])) == NULL
+			|| !owned_sequences(tgt, &tables[i]))
+			return false;
+	return true;
 }
 
 static long long
@@ -345,7 +344,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	char	   *buf;
 	int			n;
 
-	res = PQexec(src->conn, out);
+	res = server_exec(src, out);
 	if (PQresultStatus(res) != PGRES_COPY_OUT)
 	{
 		report_result("error", format_text("could not copy from shard \"%s\"", src->name), res, src->conn);
@@ -353,7 +352,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		goto done;
 	}
 	PQclear(res);
-	res = PQexec(tgt->conn, in);
+	res = server_exec(tgt, in);
 	if (PQresultStatus(res) != PGRES_COPY_IN)
 	{
 		report_result("error", format_text("could not copy to shard \"%s\"", tgt->name), res, tgt->conn);
@@ -378,18 +377,18 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		}
 	}
 	counters_add(0, pending);
-	res = last_result(src);
+	res = last_result(src, out);
 	if (res == NULL || n != -1)
 	{
 		PQclear(res);
 		PQputCopyEnd(tgt->conn, "the source failed");
-		PQclear(last_result(tgt));
+		PQclear(last_result(tgt, in));
 		goto done;
 	}
 	PQclear(res);
 	if (PQputCopyEnd(tgt->conn, NULL) != 1)
 		goto done;
-	res = last_result(tgt);
+	res = last_result(tgt, in);
 	if (res == NULL)
 		goto done;
 	rows = atoll(PQcmdTuples(res));
@@ -422,7 +421,10 @@ delete_sql(Server *server, const TableInfo *table, const StepTarget *target)
 	return sql;
 }
 
-/* Deletes the step's rows of every table in one transaction there. */
+/*
+ * Deletes the step's rows of every table in one transaction there,
+ * children before their parents (the tables are in foreign-key order).
+ */
 static long long
 delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *target)
 {
@@ -430,7 +432,7 @@ delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *ta
 
 	if (!command(server, "BEGIN"))
 		return -1;
-	for (int i = 0; i < ntables; i++)
+	for (int i = ntables - 1; i >= 0; i--)
 	{
 		PGresult   *res = query(server, delete_sql(server, &tables[i], target), 0, NULL);
 
@@ -494,13 +496,10 @@ static Verdict
 copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
 		  int step, long long *rows, long long *bytes)
 {
-	char	  **names = column_lists(src, tgt, tables, ntables);
 	Verdict		v = VERDICT_ERROR;
 
 	*rows = 0;
 	*bytes = 0;
-	if (names == NULL)
-		return VERDICT_ERROR;
 	for (int i = 0; i < ntables && target->slot >= 0; i++)
 	{
 		check_slot_index(src, &tables[i]);
@@ -508,10 +507,10 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 	}
 	if (!command(tgt, "BEGIN") || !command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 		goto out;
-	for (int i = 0; i < ntables; i++)
+	/* leftovers of an earlier try off the target, children first; then the copy, parents first */
+	for (int i = ntables - 1; i >= 0; i--)
 	{
 		PGresult   *res = query(tgt, delete_sql(tgt, &tables[i], target), 0, NULL);
-		long long	n;
 
 		if (res == NULL)
 			goto out;
@@ -519,13 +518,17 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 			report("info", "step %d: deleted %s rows of \"%s\" left on shard \"%s\" by an earlier try",
 				   step, PQcmdTuples(res), tables[i].table_name, tgt->name);
 		PQclear(res);
-		n = copy_table(src, tgt, &tables[i], names[i], target, bytes);
+	}
+	for (int i = 0; i < ntables; i++)
+	{
+		long long	n = copy_table(src, tgt, &tables[i], tables[i].columns, target, bytes);
+
 		if (n < 0)
 			goto out;
 		*rows += n;
 		counters_add(n, 0);
 	}
-	v = verify(src, tgt, tables, names, ntables, target, step, NULL);
+	v = verify(src, tgt, tables, ntables, target, step, NULL);
 	if (v == VERDICT_SAME)
 	{
 		/* commit the copy only while the step is still ours */
@@ -545,7 +548,6 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 out:
 	rollback(tgt);
 	rollback(src);
-	free_column_lists(names, ntables);
 	return v;
 }
 
@@ -554,18 +556,54 @@ static Verdict
 verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step,
 			 long long *rows)
 {
-	char	  **names = column_lists(src, tgt, tables, ntables);
 	Verdict		v = VERDICT_ERROR;
 
-	if (names == NULL)
-		return VERDICT_ERROR;
 	if (command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 		&& command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-		v = verify(src, tgt, tables, names, ntables, target, step, rows);
+		v = verify(src, tgt, tables, ntables, target, step, rows);
 	rollback(tgt);
 	rollback(src);
-	free_column_lists(names, ntables);
 	return v;
+}
+
+/*
+ * The moved rows keep their serial and identity values; the target's
+ * sequences that hand such values out are moved past them, so an insert
+ * there after the move never repeats one: setval to the largest moved
+ * value (the smallest, for a descending sequence) only where the sequence
+ * has not passed it yet.  Never moved back.  The step is fenced and its
+ * rows verified on the target.
+ */
+static bool
+advance_sequences(Server *tgt, TableInfo *tables, int ntables, const StepTarget *target)
+{
+	for (int i = 0; i < ntables; i++)
+		for (int j = 0; j < tables[i].nsequences; j++)
+		{
+			const OwnedSequence *q = &tables[i].sequences[j];
+			char	   *pred = step_predicate(tgt, &tables[i], target);
+			char	   *seq = escape_literal(tgt->conn, q->sequence);
+			char	   *sql = format_text("SELECT pg_catalog.setval(%1$s, x.v) "
+										  "  FROM (SELECT pg_catalog.%2$s(%3$s)::pg_catalog.int8 AS v FROM %4$s WHERE %5$s) x, "
+										  "       pg_catalog.pg_sequence s "
+										  " WHERE s.seqrelid = %1$s::pg_catalog.regclass AND x.v IS NOT NULL "
+										  "   AND x.v BETWEEN s.seqmin AND s.seqmax "
+										  "   AND x.v %6$s pg_catalog.nextval(%1$s)",
+										  seq, q->ascending ? "max" : "min", q->column, tables[i].table_name, pred,
+										  q->ascending ? ">=" : "<=");
+			PGresult   *res = query(tgt, sql, 0, NULL);
+
+			free(pred);
+			free(seq);
+			free(sql);
+			if (res == NULL)
+				return false;
+			if (PQntuples(res) > 0 && options.verbose)
+				report("info", "sequence \"%s\" on shard \"%s\" advanced to %s, past the values moved",
+					   q->sequence, tgt->name, PQgetvalue(res, 0, 0));
+			PQclear(res);
+		}
+	return true;
 }
 
 /* Testing aid: CHASH_MOVE_CRASH_AT=subscribed|fenced|copied|completed kills the process there, once. */
@@ -622,6 +660,11 @@ move_step(Server *dir, ClaimedStep *cs)
 			lease_call(dir, "release", cs->step, NULL);
 		goto retry;
 	}
+
+	/* 0. before anything happens on the shards: what the step needs of them */
+	if (strcmp(cs->state, "cancelled") == 0 || strcmp(cs->state, "done") == 0
+		? !order_tables(src, tables, ntables) : !step_check(src, tgt, tables, ntables))
+		goto refuse;
 
 	/*
 	 * The subscription of an earlier try of a fenced step is resumed when it
@@ -722,8 +765,10 @@ move_step(Server *dir, ClaimedStep *cs)
 				outcome = STEP_FAILED;
 				goto out;
 			}
-			if (v != VERDICT_SAME || !lease_record(dir, cs->step, "copied", rows, -1))
+			if (v != VERDICT_SAME || !advance_sequences(tgt, tables, ntables, &target)
+				|| !lease_record(dir, cs->step, "copied", rows, -1))
 				goto give_back;
+			counters_add(rows, 0);
 			t_copy = now_seconds();
 			crash_point("copied");
 		}
@@ -737,7 +782,7 @@ move_step(Server *dir, ClaimedStep *cs)
 				outcome = STEP_FAILED;
 				goto out;
 			}
-			if (v != VERDICT_SAME)
+			if (v != VERDICT_SAME || !advance_sequences(tgt, tables, ntables, &target))
 				goto give_back;
 			t_copy = now_seconds();
 			crash_point("copied");
@@ -752,7 +797,7 @@ move_step(Server *dir, ClaimedStep *cs)
 				outcome = STEP_FAILED;
 				goto out;
 			}
-			if (v != VERDICT_SAME)
+			if (v != VERDICT_SAME || !advance_sequences(tgt, tables, ntables, &target))
 				goto retry;
 			t_copy = now_seconds();
 		}
@@ -786,16 +831,25 @@ move_step(Server *dir, ClaimedStep *cs)
 	pthread_mutex_unlock(&counters_lock);
 	if (options.verbose)
 	{
+		char	   *what = cs->slot >= 0 ? format_text("slot %d", cs->slot)
+			: format_text("tenant %s", escape_literal(src->conn, cs->tenant));
+
 		if (t_fence > 0 && online)
-			report("info", "step %d: %s %s -> %s online, %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
-				   cs->step, cs->slot >= 0 ? "slot" : "tenant", cs->from_shard, cs->to_shard,
+		{
+			char	   *name = online_name(cs->step);
+
+			report("info", "step %d: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
+				   cs->step, what, cs->from_shard, cs->to_shard, name,
 				   rows, t_stream, t_copy - t_copy0, t_done - t_fence);
+			free(name);
+		}
 		else if (t_fence > 0)
 			report("info", "step %d: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
-				   cs->step, cs->slot >= 0 ? "slot" : "tenant", cs->from_shard, cs->to_shard,
+				   cs->step, what, cs->from_shard, cs->to_shard,
 				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence);
 		else
-			report("info", "step %d: deleted the moved rows on shard \"%s\"", cs->step, cs->from_shard);
+			report("info", "step %d: %s: deleted the moved rows on shard \"%s\"", cs->step, what, cs->from_shard);
+		free(what);
 	}
 	outcome = STEP_MOVED;
 	goto out;
@@ -804,15 +858,19 @@ give_back:
 	give_back(dir, src, tgt, tables, ntables, &target, cs->step);
 	outcome = stop_requested ? STEP_STOPPED : STEP_RETRY;
 	goto out;
+refuse:
+	/*
+	 * The shards cannot take the step as they are.  Claimed only: given
+	 * back untouched, never fenced.  A takeover of a step further on (its
+	 * copy may be on the target) is left to its lease, for a rerun once
+	 * the shards are mended.
+	 */
+	if (strcmp(cs->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
+		lease_call(dir, "release", cs->step, NULL);
 retry:
 	/* the lease runs out and this or another mover takes the step over */
 	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
 out:
-	for (int i = 0; i < ntables; i++)
-	{
-		free(tables[i].table_name);
-		free(tables[i].tenant_column);
-	}
-	free(tables);
+	free_tables(tables, ntables);
 	return outcome;
 }

@@ -5,7 +5,9 @@
  * rows stay), for a tenant step that tenant's rows.  The slot is computed
  * by chash_tenant_slot(column, slot_count, method), written exactly as an
  * expression index on it is, so the planner can use one; pins are read
- * from the shard's replica of chash_override.
+ * from the shard's replica of chash_override.  Foreign keys between the
+ * registered tables order them: a step copies parents first and deletes
+ * children first.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,180 @@ registered_tables(Server *dir, TableInfo **tables)
 	}
 	PQclear(res);
 	return n;
+}
+
+void
+free_tables(TableInfo *tables, int ntables)
+{
+	for (int i = 0; i < ntables; i++)
+	{
+		free(tables[i].table_name);
+		free(tables[i].tenant_column);
+		free(tables[i].columns);
+		for (int j = 0; j < tables[i].nsequences; j++)
+		{
+			free(tables[i].sequences[j].column);
+			free(tables[i].sequences[j].sequence);
+		}
+		free(tables[i].sequences);
+	}
+	free(tables);
+}
+
+/* The table names as a text[] literal, '{"a","b"}'. */
+static char *
+names_array(TableInfo *tables, int ntables)
+{
+	size_t		len = 3;
+	char	   *out,
+			   *p;
+
+	for (int i = 0; i < ntables; i++)
+		len += 2 * strlen(tables[i].table_name) + 3;
+	out = p = malloc(len);
+	*p++ = '{';
+	for (int i = 0; i < ntables; i++)
+	{
+		if (i > 0)
+			*p++ = ',';
+		*p++ = '"';
+		for (const char *c = tables[i].table_name; *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				*p++ = '\\';
+			*p++ = *c;
+		}
+		*p++ = '"';
+	}
+	*p++ = '}';
+	*p = '\0';
+	return out;
+}
+
+/*
+ * Sorts the tables so that every table comes after the tables its foreign
+ * keys reference, by the source's pg_constraint (ties in name order).  A
+ * COPY into a child before its parent fails the key, and a DELETE of a
+ * parent before its child is refused as still referenced.  A table that
+ * references itself needs no order (one statement copies or deletes all
+ * its rows of the step); a cycle between tables has none: false, said.
+ */
+bool
+order_tables(Server *src, TableInfo *tables, int ntables)
+{
+	char	   *array = names_array(tables, ntables);
+	const char *params[1] = {array};
+	PGresult   *res;
+	bool	   *refs = calloc((size_t) ntables * ntables + 1, sizeof(bool));	/* [child][parent] */
+	bool	   *placed = calloc(ntables + 1, sizeof(bool));
+	TableInfo  *sorted = calloc(ntables + 1, sizeof(TableInfo));
+	int			nsorted = 0;
+	bool		ok = true;
+
+	res = query(src,
+				"SELECT DISTINCT t.i - 1, r.j - 1 "
+				"  FROM pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY t(name, i) "
+				"  JOIN pg_catalog.pg_constraint c ON c.conrelid = pg_catalog.to_regclass(t.name) AND c.contype = 'f' "
+				"  JOIN pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY r(name, j) "
+				"    ON c.confrelid = pg_catalog.to_regclass(r.name) "
+				" WHERE t.i <> r.j", 1, params);
+	free(array);
+	if (res == NULL)
+		ok = false;
+	for (int k = 0; ok && k < PQntuples(res); k++)
+		refs[atoi(PQgetvalue(res, k, 0)) * ntables + atoi(PQgetvalue(res, k, 1))] = true;
+	PQclear(res);
+	while (ok && nsorted < ntables)
+	{
+		int			next = -1;
+
+		for (int i = 0; i < ntables && next < 0; i++)
+		{
+			bool		ready = !placed[i];
+
+			for (int j = 0; j < ntables && ready; j++)
+				ready = placed[j] || !refs[i * ntables + j];
+			if (ready)
+				next = i;
+		}
+		if (next < 0)
+		{
+			char	   *cycle = format_text("%s", "");
+
+			for (int i = 0; i < ntables; i++)
+				if (!placed[i])
+				{
+					char	   *longer = format_text("%s%s\"%s\"", cycle, cycle[0] ? ", " : "", tables[i].table_name);
+
+					free(cycle);
+					cycle = longer;
+				}
+			report("error", "the foreign keys of the registered tables %s on shard \"%s\" form a cycle", cycle, src->name);
+			report("detail", "chash_move copies a table after the tables it references and deletes its rows before theirs; a cycle has no such order. No step was fenced.");
+			report("hint", "Drop one of the foreign keys of the cycle, or move these tenants another way.");
+			free(cycle);
+			config_error = true;
+			ok = false;
+			break;
+		}
+		placed[next] = true;
+		sorted[nsorted++] = tables[next];
+	}
+	if (ok)
+		memcpy(tables, sorted, ntables * sizeof(TableInfo));
+	free(refs);
+	free(placed);
+	free(sorted);
+	return ok;
+}
+
+/*
+ * The sequences the target's table owns (serial and identity columns,
+ * pg_depend), which a step moves values of; the mover must be able to
+ * advance them (step.c, advance_sequences).
+ */
+bool
+owned_sequences(Server *tgt, TableInfo *table)
+{
+	const char *params[1] = {table->table_name};
+	PGresult   *res;
+	int			n;
+
+	res = query(tgt,
+				"SELECT pg_catalog.quote_ident(a.attname), s.oid::pg_catalog.regclass::pg_catalog.text, "
+				"       q.seqincrement > 0, pg_catalog.has_sequence_privilege(s.oid, 'USAGE, UPDATE') "
+				"  FROM pg_catalog.pg_depend d "
+				"  JOIN pg_catalog.pg_class s ON s.oid = d.objid AND s.relkind = 'S' "
+				"  JOIN pg_catalog.pg_sequence q ON q.seqrelid = s.oid "
+				"  JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid "
+				" WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+				"   AND d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+				"   AND d.refobjid = pg_catalog.to_regclass($1) AND d.refobjsubid > 0 AND d.deptype IN ('a', 'i') "
+				" ORDER BY a.attnum", 1, params);
+	if (res == NULL)
+		return false;
+	n = PQntuples(res);
+	for (int i = 0; i < n; i++)
+		if (PQgetvalue(res, i, 3)[0] != 't')
+		{
+			report("error", "the mover's role on shard \"%s\" cannot advance sequence \"%s\" of column %s of table \"%s\"",
+				   tgt->name, PQgetvalue(res, i, 1), PQgetvalue(res, i, 0), table->table_name);
+			report("detail", "After a step's rows are copied, the target's sequences are advanced past the values moved, so its inserts never hand them out again. No step was fenced.");
+			report("hint", "GRANT USAGE, UPDATE ON SEQUENCE %s to the mover's role there.", PQgetvalue(res, i, 1));
+			PQclear(res);
+			config_error = true;
+			return false;
+		}
+	table->sequences = calloc(n > 0 ? n : 1, sizeof(OwnedSequence));
+	table->nsequences = n;
+	for (int i = 0; i < n; i++)
+	{
+		table->sequences[i].column = format_text("%s", PQgetvalue(res, i, 0));
+		table->sequences[i].sequence = format_text("%s", PQgetvalue(res, i, 1));
+		table->sequences[i].ascending = PQgetvalue(res, i, 2)[0] == 't';
+	}
+	PQclear(res);
+	return true;
 }
 
 char *
@@ -90,7 +266,9 @@ table_columns(Server *server, const TableInfo *table)
 	{
 		PQclear(res);
 		report("error", "table \"%s\" does not exist on shard \"%s\"", table->table_name, server->name);
+		report("detail", "Every registered table must exist on every shard. No step was fenced.");
 		report("hint", "Create it there with the same columns as on the other shards.");
+		config_error = true;
 		return NULL;
 	}
 	columns = format_text("%s", PQgetvalue(res, 0, 0));

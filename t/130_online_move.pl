@@ -314,7 +314,7 @@ my $route_orgs = sub { $dir->safe_psql('postgres', "SELECT chash_route('orgs', '
 my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's3')});
 my ($rc, $err, $online) = move_while_writing([ '--online', '--migration', $m ], $whale_or_small);
 is($rc, 0, 'the online move exits 0');
-like($err, qr/step 1: tenant s1 -> s3 online, \d+ rows/, 'it moved the whale online');
+like($err, qr/step 1: tenant 'whale' s1 -> s3 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_1"\), \d+ rows/, 'it moved the whale online');
 is($route_orgs->('whale'), 's3', 'the whale routes to s3');
 ok($online <= 1, sprintf('online: the longest refusal of a write was %.3f s (at most 1 s)', $online));
 my $is_whale = sub { $_[0] eq 'whale' };
@@ -338,7 +338,10 @@ $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'w
 is($rc, 'signal 9', 'the mover is killed once the subscription exists');
 is($dir->safe_psql('postgres', "SELECT progress FROM chash_step_lease WHERE migration = $m"), 'subscribed',
 	'its lease records the subscription');
-my $name = "chash_move_${m}_1";
+# the objects' names carry the directory database's identity (a short hash of its system identifier and oid)
+my $name = $dir->safe_psql('postgres', qq{
+    SELECT 'chash_move_' || substr(md5(s.system_identifier || '/' || d.oid), 1, 8) || '_${m}_1'
+      FROM pg_control_system() s, pg_database d WHERE d.datname = current_database()});
 is($shard{s2}->safe_psql('postgres', qq{
     SELECT (SELECT count(*) FROM pg_publication WHERE pubname = '$name')
          + (SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$name')}), '2',
@@ -401,13 +404,13 @@ my @movers = @slot_tenants[ 1 .. 200 ];
 my $filter;
 my $capture = sub {
 	$filter //= $shard{$hash_from}->safe_psql('postgres',
-		"SELECT rowfilter FROM pg_publication_tables WHERE pubname = 'chash_move_${m}_1'") || undef;
+		"SELECT rowfilter FROM pg_publication_tables WHERE pubname LIKE 'chash\\_move\\_%\\_${m}\\_1'") || undef;
 };
 my $slot_writes = sub { rand() < 0.1 ? ('items', $pinned) : ('items', $movers[ int(rand(@movers)) ]) };
 my $hashed;
 ($rc, $err, $hashed) = move_while_writing([ '--online', '--directory', 'items' ], $slot_writes, watch => $capture);
 is($rc, 0, 'the online slot move exits 0');
-like($err, qr/step 1: slot $hash_from -> s3 online, \d+ rows/, 'it moved the slot online');
+like($err, qr/step 1: slot $hash_slot $hash_from -> s3 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_1"\), \d+ rows/, 'it moved the slot online');
 ok($hashed <= 1, sprintf("'pg_hash' slot step online: the longest refusal of a write was %.3f s (at most 1 s)", $hashed));
 diag sprintf("longest refusal of a write to a 'pg_hash' slot of %d rows moved online: %.3f s", $slot_rows, $hashed);
 my %in_slot = map { $_ => 1 } @slot_tenants;
