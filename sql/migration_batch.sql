@@ -201,6 +201,7 @@ GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override, chash_
 GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
       chash_tenant_size, chash_migration, chash_migration_step TO regress_chash_bat_operator;
 GRANT USAGE ON SEQUENCE chash_migration_id_seq TO regress_chash_bat_operator;
+GRANT chash_operator TO regress_chash_bat_operator;
 SELECT chash_add_shard('bat', 's4');
 SELECT chash_migration_start('bat', max_moves => 4) AS p \gset
 SET ROLE regress_chash_bat_app;

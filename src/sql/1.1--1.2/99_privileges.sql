@@ -43,6 +43,9 @@ DECLARE
         'chash_plan_rebalance', 'chash_migration_start', 'chash_migration_move_tenant',
         'chash_migration_cancel', 'chash_migration_revert', 'chash_step_claim', 'chash_step_fence',
         'chash_step_complete', 'chash_step_release',
+        -- batches of steps (docs/migrations.md, "Batches")
+        'chash_steps_claim', 'chash_steps_fence', 'chash_steps_complete', 'chash_steps_release',
+        'chash_steps_max', 'chash_decoding_filter_create', 'chash_decoding_filter_drop',
         -- shards (docs/shards.md)
         'chash_add_table', 'chash_drop_table', 'chash_tenant_slot', 'chash_directory_publish',
         'chash_shard_join', 'chash_shard_leave', 'chash_shard_slot_name', 'chash_shard_wait_fence',
@@ -54,12 +57,15 @@ DECLARE
         'chash_migration_lock_directory', 'chash_migration_lock', 'chash_migration_check_none_running',
         'chash_migration_finish_if_empty', 'chash_migration_insert', 'chash_step_lock',
         'chash_step_fence_barrier', 'chash_shard_subscription', 'chash_guard_name', 'chash_guard_table',
-        'chash_shard_row_guard', 'chash_shard_truncate_guard'];
+        'chash_shard_row_guard', 'chash_shard_truncate_guard', 'chash_fence_barrier', 'chash_steps_lock'];
     -- what chash_move calls on the directory database (mover/lease.c, mover/step.c)
     mover CONSTANT text[] := ARRAY[
         'chash_step_lease_claim', 'chash_step_lease_check', 'chash_step_lease_record',
         'chash_step_lease_renew', 'chash_step_lease_fence', 'chash_step_lease_complete',
-        'chash_step_lease_release', 'chash_step_lease_finish'];
+        'chash_step_lease_release', 'chash_step_lease_finish',
+        'chash_steps_lease_check', 'chash_steps_lease_set', 'chash_steps_lease_claim',
+        'chash_steps_lease_fence', 'chash_steps_lease_record', 'chash_steps_lease_complete',
+        'chash_steps_lease_release', 'chash_steps_lease_finish'];
     f record;
     r record;
 BEGIN
