@@ -14,6 +14,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "miscadmin.h"
@@ -42,8 +43,7 @@ typedef struct GuardTable
 {
 	Oid			relid;
 	AttrNumber	attnum;
-	bool		is_text;		/* text or varchar: the bytes as they are */
-	FmgrInfo	output;			/* else the type's output function */
+	TenantColumn column;
 	GuardTarget target;
 } GuardTable;
 
@@ -150,6 +150,75 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 				 errhint("Route the tenant again (chash_route, or a fresh chash_directory_snapshot) and use the shard it names.")));
 }
 
+void
+tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt)
+{
+	Oid			base = getBaseType(typid);
+	Oid			output;
+	bool		varlena;
+
+	column->kind = base == TEXTOID || base == VARCHAROID ? TENANT_COLUMN_TEXT :
+		base == BPCHAROID ? TENANT_COLUMN_BPCHAR : TENANT_COLUMN_OUTPUT;
+	getTypeOutputInfo(typid, &output, &varlena);
+	fmgr_info_cxt(output, &column->output, mcxt);
+}
+
+/*
+ * The canonical text of a tenant value: what (column)::text gives, as
+ * routing, chash_tenant_slot and the mover's predicates see it.  char(n)
+ * drops its padding as its cast to text does; a value of any other type
+ * but text or varchar is its output.
+ */
+const char *
+tenant_column_text(TenantColumn *column, Datum value, size_t *len)
+{
+	if (column->kind != TENANT_COLUMN_OUTPUT)
+	{
+		text	   *t = DatumGetTextPP(value);
+		const char *data = VARDATA_ANY(t);
+		size_t		n = VARSIZE_ANY_EXHDR(t);
+
+		if (column->kind == TENANT_COLUMN_BPCHAR)
+			while (n > 0 && data[n - 1] == ' ')
+				n--;
+		*len = n;
+		return data;
+	}
+	else
+	{
+		char	   *s = OutputFunctionCall(&column->output, value);
+
+		*len = strlen(s);
+		return s;
+	}
+}
+
+/*
+ * 0A000 for a tenant column whose collation is nondeterministic: two
+ * tenants that differ ("org-3", "ORG-3") would compare equal, and a move
+ * of one would take the other's rows too.  Checked where a guard reads
+ * the column, so a column altered after it was registered is refused too.
+ */
+void
+guard_require_deterministic(Oid relid, AttrNumber attnum, const char *directory)
+{
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
+
+	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+
+	if (OidIsValid(collid) && collid != DEFAULT_COLLATION_OID && collid != C_COLLATION_OID &&
+		collid != POSIX_COLLATION_OID && !get_collation_isdeterministic(collid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("tenant column \"%s\" of table \"%s\" has a nondeterministic collation",
+						get_attname(relid, attnum, false), get_rel_name(relid)),
+				 errdetail("Collation \"%s\" makes different tenants of directory \"%s\" compare equal.",
+						   get_collation_name(collid), directory),
+				 errhint("Give the column a deterministic collation, e.g. ALTER TABLE ... ALTER COLUMN ... TYPE ... COLLATE \"C\".")));
+}
+
 static GuardTable *
 guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 {
@@ -157,9 +226,6 @@ guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 	Trigger    *trigger = td->tg_trigger;
 	Relation	rel = td->tg_relation;
 	MemoryContext old;
-	Oid			typid;
-	Oid			output;
-	bool		varlena;
 
 	if (g != NULL && g->relid == RelationGetRelid(rel))
 		return g;
@@ -178,10 +244,8 @@ guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 						trigger->tgargs[1], RelationGetRelationName(rel)),
 				 errdetail("Directory \"%s\" registers it with that column; the guard refuses writes until they agree.",
 						   trigger->tgargs[0])));
-	typid = get_atttype(g->relid, g->attnum);
-	g->is_text = typid == TEXTOID || typid == VARCHAROID;
-	getTypeOutputInfo(typid, &output, &varlena);
-	fmgr_info(output, &g->output);
+	guard_require_deterministic(g->relid, g->attnum, trigger->tgargs[0]);
+	tenant_column_init(&g->column, get_atttype(g->relid, g->attnum), fcinfo->flinfo->fn_mcxt);
 	g->target.directory = cstring_to_text(trigger->tgargs[0]);
 	g->target.shard = pstrdup(trigger->tgargs[2]);
 	g->target.shard_len = strlen(g->target.shard);
@@ -196,30 +260,29 @@ check_row(GuardTable *g, TriggerData *td, HeapTuple tuple)
 {
 	bool		isnull;
 	Datum		value = heap_getattr(tuple, g->attnum, RelationGetDescr(td->tg_relation), &isnull);
+	const char *tenant;
+	size_t		len;
 
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("tenant column \"%s\" of guarded table \"%s\" must not be null",
 						td->tg_trigger->tgargs[1], RelationGetRelationName(td->tg_relation))));
-	if (g->is_text)
-	{
-		text	   *t = DatumGetTextPP(value);
-
-		guard_check_tenant(&g->target, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), GUARD_WRITE);
-	}
-	else
-	{
-		char	   *s = OutputFunctionCall(&g->output, value);
-
-		guard_check_tenant(&g->target, s, strlen(s), GUARD_WRITE);
-	}
+	tenant = tenant_column_text(&g->column, value, &len);
+	guard_check_tenant(&g->target, tenant, len, GUARD_WRITE);
 }
 
 /*
- * chash_shard_row_guard(directory, tenant_column, shard): BEFORE INSERT,
+ * chash_shard_row_guard(directory, tenant_column, shard): AFTER INSERT,
  * UPDATE or DELETE FOR EACH ROW (COPY FROM included).  An UPDATE checks
- * the old row and, when its tenant changes, the new one.
+ * the old row and, when its tenant changes, the new one.  AFTER, because
+ * only then is the new row final: BEFORE ROW triggers fire in name order
+ * and any of them may set the tenant after a BEFORE guard, and a stored
+ * generated tenant column is computed after all of them.  (1.1 guarded
+ * BEFORE; such a trigger is still served until chash_guard_table makes
+ * it again.)  The row is written by then, but an error rolls it back
+ * before anybody sees it, and the lock tags are still taken before the
+ * transaction can commit, which is all the fence needs.
  */
 Datum
 chash_shard_row_guard(PG_FUNCTION_ARGS)
@@ -228,11 +291,11 @@ chash_shard_row_guard(PG_FUNCTION_ARGS)
 	GuardTable *g;
 	HeapTuple	result;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		TRIGGER_FIRED_INSTEAD(td->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("chash_shard_row_guard must be fired before each row")));
+				 errmsg("chash_shard_row_guard must be fired after each row")));
 	result = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
 	if (guard_bypassed())
 		return PointerGetDatum(result);
