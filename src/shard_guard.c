@@ -15,6 +15,7 @@
 #include "access/htup_details.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "miscadmin.h"
@@ -45,6 +46,11 @@ typedef struct GuardTable
 	AttrNumber	attnum;
 	TenantColumn column;
 	GuardTarget target;
+	/* a BEFORE guard: why a new row may change after it, NULL: it cannot */
+	const char *insert_changes;
+	const char *update_changes;
+	bool		insert_final_guard; /* an AFTER guard checks the final row */
+	bool		update_final_guard;
 } GuardTable;
 
 bool
@@ -219,6 +225,42 @@ guard_require_deterministic(Oid relid, AttrNumber attnum, const char *directory)
 				 errhint("Give the column a deterministic collation, e.g. ALTER TABLE ... ALTER COLUMN ... TYPE ... COLLATE \"C\".")));
 }
 
+/*
+ * What may change a new row's tenant after this BEFORE guard for an event
+ * (TRIGGER_TYPE_INSERT or _UPDATE): a later BEFORE ROW trigger (they fire
+ * in name order) or a stored generated tenant column; NULL: nothing.
+ * Sets *final_guard when an AFTER guard checks the final row.
+ */
+static const char *
+new_row_changes(Relation rel, Trigger *me, AttrNumber attnum, int16 event, bool *final_guard)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	const char *changes = NULL;
+	bool		after_me = false;
+
+	*final_guard = false;
+	if (TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attgenerated == ATTRIBUTE_GENERATED_STORED)
+		changes = psprintf("its tenant column \"%s\" is generated", me->tgargs[1]);
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (t->tgoid == me->tgoid)
+		{
+			after_me = true;
+			continue;
+		}
+		if (t->tgenabled == TRIGGER_DISABLED || !TRIGGER_FOR_ROW(t->tgtype) ||
+			(t->tgtype & event) == 0)
+			continue;
+		if (t->tgfoid == me->tgfoid && TRIGGER_FOR_AFTER(t->tgtype))
+			*final_guard = true;
+		else if (after_me && TRIGGER_FOR_BEFORE(t->tgtype) && changes == NULL)
+			changes = psprintf("trigger \"%s\" fires after the guard", t->tgname);
+	}
+	return changes;
+}
+
 static GuardTable *
 guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 {
@@ -246,6 +288,13 @@ guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 						   trigger->tgargs[0])));
 	guard_require_deterministic(g->relid, g->attnum, trigger->tgargs[0]);
 	tenant_column_init(&g->column, get_atttype(g->relid, g->attnum), fcinfo->flinfo->fn_mcxt);
+	if (TRIGGER_FIRED_BEFORE(td->tg_event))
+	{
+		g->insert_changes = new_row_changes(rel, trigger, g->attnum, TRIGGER_TYPE_INSERT,
+											&g->insert_final_guard);
+		g->update_changes = new_row_changes(rel, trigger, g->attnum, TRIGGER_TYPE_UPDATE,
+											&g->update_final_guard);
+	}
 	g->target.directory = cstring_to_text(trigger->tgargs[0]);
 	g->target.shard = pstrdup(trigger->tgargs[2]);
 	g->target.shard_len = strlen(g->target.shard);
@@ -273,16 +322,42 @@ check_row(GuardTable *g, TriggerData *td, HeapTuple tuple)
 }
 
 /*
- * chash_shard_row_guard(directory, tenant_column, shard): AFTER INSERT,
+ * Whether a BEFORE guard checks the new row itself: it does when nothing
+ * changes the row after it; else the AFTER guard does (55000 when there
+ * is none: the guard fails closed until chash_guard_table adds it).
+ */
+static bool
+new_row_checked_here(GuardTable *g, TriggerData *td)
+{
+	bool		update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
+	const char *changes = update ? g->update_changes : g->insert_changes;
+
+	if (changes == NULL)
+		return true;
+	if (update ? g->update_final_guard : g->insert_final_guard)
+		return false;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("table \"%s\" may change a row's tenant after the guard checked it",
+					RelationGetRelationName(td->tg_relation)),
+			 errdetail("In directory \"%s\", %s, and the guard that checks the final row is missing.",
+					   td->tg_trigger->tgargs[0], changes),
+			 errhint("Guard the table again: SELECT chash_guard_table(directory, table_name).")));
+	return false;
+}
+
+/*
+ * chash_shard_row_guard(directory, tenant_column, shard): BEFORE INSERT,
  * UPDATE or DELETE FOR EACH ROW (COPY FROM included).  An UPDATE checks
- * the old row and, when its tenant changes, the new one.  AFTER, because
- * only then is the new row final: BEFORE ROW triggers fire in name order
- * and any of them may set the tenant after a BEFORE guard, and a stored
- * generated tenant column is computed after all of them.  (1.1 guarded
- * BEFORE; such a trigger is still served until chash_guard_table makes
- * it again.)  The row is written by then, but an error rolls it back
- * before anybody sees it, and the lock tags are still taken before the
- * transaction can commit, which is all the fence needs.
+ * the old row and, when its tenant changes, the new one.  The new row is
+ * final only after every BEFORE ROW trigger (they fire in name order, and
+ * one that sorts after the guard may set the tenant) and after a stored
+ * generated column is computed: on a table with either, the same function
+ * also fires AFTER INSERT OR UPDATE and checks the new row there (the
+ * row is written by then, but the error rolls it back before anybody
+ * sees it, and the lock tags are taken before the transaction can
+ * commit, which is all the fence needs).  Only there: an AFTER row
+ * trigger costs every statement a queued event.
  */
 Datum
 chash_shard_row_guard(PG_FUNCTION_ARGS)
@@ -295,12 +370,31 @@ chash_shard_row_guard(PG_FUNCTION_ARGS)
 		TRIGGER_FIRED_INSTEAD(td->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("chash_shard_row_guard must be fired after each row")));
+				 errmsg("chash_shard_row_guard must be fired for each row, before or after it")));
 	result = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
 	if (guard_bypassed())
 		return PointerGetDatum(result);
 	g = guard_table(fcinfo, td);
-	check_row(g, td, td->tg_trigtuple);
+	if (TRIGGER_FIRED_BEFORE(td->tg_event))
+	{
+		/* the old row of an UPDATE or DELETE, the new row where final */
+		if (!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+			check_row(g, td, td->tg_trigtuple);
+		if (TRIGGER_FIRED_BY_DELETE(td->tg_event) || !new_row_checked_here(g, td))
+			return PointerGetDatum(result);
+		if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		{
+			check_row(g, td, td->tg_trigtuple);
+			return PointerGetDatum(result);
+		}
+	}
+	else if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+	{
+		check_row(g, td, td->tg_trigtuple);
+		return PointerGetDatum(result);
+	}
+	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+		return PointerGetDatum(result);
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
 		bool		old_null,

@@ -75,6 +75,17 @@ is(state_of(qq{INSERT INTO retagged VALUES ('$t1', 1, '$t2')}), 'SH001',
 	'a tenant set by a later BEFORE trigger is checked');
 is(state_of(qq{INSERT INTO retagged VALUES ('$t2', 1, '$t1')}), 'no error', 'and one it sets to this shard\'s is written');
 is(state_of(qq{UPDATE retagged SET v = '$t2' WHERE id = 1}), 'SH001', 'an UPDATE the trigger moves to a foreign tenant is refused');
+is(sql(q{SELECT string_agg(tgrelid::regclass || ' ' || tgname, ', ' ORDER BY tgrelid::regclass::text) FROM pg_trigger WHERE tgname LIKE 'chash\_guard\_%\_final'}),
+	'generated chash_guard_584b269c77fc_final, retagged chash_guard_584b269c77fc_final',
+	'only tables whose rows may change after the guard get the guard of the final row');
+sql(qq{CREATE FUNCTION to_foreign() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN NEW.org_id := '$t2'; RETURN NEW; END \$\$;
+    CREATE TRIGGER later_set_org BEFORE INSERT ON fixed FOR EACH ROW EXECUTE FUNCTION to_foreign()});
+is(state_of(qq{INSERT INTO fixed VALUES ('$t1', 99)}), 'SH001', 'so does a table with such a trigger created after the join');
+sql(q{DROP TRIGGER later_set_org ON fixed; DROP TRIGGER chash_guard_584b269c77fc_final ON retagged});
+like(sql(qq{SELECT message_of(\$\$INSERT INTO retagged VALUES ('$t1', 2, '$t1')\$\$)}),
+	qr/^55000: table "retagged" may change a row's tenant after the guard checked it \/ In directory "orgs", trigger "set_org" fires after the guard/,
+	'without the guard of the final row the guard refuses every write');
+sql(q{SELECT chash_guard_table('orgs', 'public.retagged')});
 
 # ---- 6: a stored generated tenant column ----
 is(state_of(qq{INSERT INTO generated (base, id) VALUES (upper('$t1'), 1)}), 'no error', 'the shard writes its own tenant through a generated column');

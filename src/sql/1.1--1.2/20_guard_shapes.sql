@@ -1,7 +1,10 @@
 -- ---------------------------------------------------------------------------
 -- The guard for every table shape (docs/shards.md, "The guard"):
--- - the row guard fires AFTER each row, when the row is final (a later
---   BEFORE trigger, a stored generated tenant column);
+-- - the row guard checks the final new row: on a table where a later
+--   BEFORE trigger or a stored generated tenant column may change it
+--   after the BEFORE guard, the guard fires AFTER INSERT OR UPDATE too
+--   (only there: it costs every statement a queued event), and follows
+--   triggers created or altered later;
 -- - inheritance children of a registered table are guarded with it, also
 --   ones created or attached later; partitions get the partitioned
 --   table's row trigger as clones;
@@ -53,6 +56,29 @@ $$;
 COMMENT ON FUNCTION @extschema@.chash_guard_tree(regclass) IS
     'internal: a table and its inheritance children, grandchildren and so on (not its partitions), which its guard covers';
 
+-- Whether anything may change a new row's tenant after the BEFORE guard
+-- g in the table or any table under it (children, partitions): a stored
+-- generated tenant column, or a BEFORE ROW INSERT or UPDATE trigger that
+-- sorts after g (they fire in name order).  src/shard_guard.c checks the
+-- same as it fires, and refuses (55000) where this guard is missing.
+CREATE FUNCTION @extschema@.chash_guard_needs_final(rel regclass, tenant_column text, g name) RETURNS boolean
+    LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
+    WITH RECURSIVE tree(oid) AS (
+        SELECT rel::oid
+        UNION
+        SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid
+    )
+    SELECT EXISTS (SELECT FROM pg_attribute a JOIN tree ON a.attrelid = tree.oid
+                    WHERE a.attname = tenant_column AND a.attgenerated = 's')
+        OR EXISTS (SELECT FROM pg_trigger t JOIN tree ON t.tgrelid = tree.oid
+                    WHERE t.tgname COLLATE "C" > g COLLATE "C" AND t.tgenabled <> 'D'
+                      AND t.tgfoid <> '@extschema@.chash_shard_row_guard()'::regprocedure
+                      -- ROW (1) and BEFORE (2), on INSERT (4) or UPDATE (16)
+                      AND t.tgtype & 3 = 3 AND t.tgtype & 20 <> 0)
+$$;
+COMMENT ON FUNCTION @extschema@.chash_guard_needs_final(regclass, text, name) IS
+    'internal: whether a trigger or a generated tenant column may change a new row after the guard g, which then also checks it after the row';
+
 CREATE OR REPLACE FUNCTION @extschema@.chash_guard_table(directory text, table_name text) RETURNS boolean
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -61,7 +87,9 @@ DECLARE
     col text;
     g name := @extschema@.chash_guard_name(directory);
     gt name := ('chash_guard_truncate_' || left(md5(directory), 12))::name;
+    gf name := (@extschema@.chash_guard_name(directory) || '_final')::name;
     member regclass;
+    final boolean;
 BEGIN
     PERFORM @extschema@.chash_require(ARRAY['directory', 'table_name'], ARRAY[directory IS NULL, table_name IS NULL]);
     SELECT m.shard INTO me FROM @extschema@.chash_shard_member m WHERE m.directory = chash_guard_table.directory;
@@ -73,12 +101,17 @@ BEGIN
     END IF;
     -- (not DROP TRIGGER IF EXISTS: its notices would reach the DBA who joins)
     PERFORM @extschema@.chash_unguard(directory, table_name);
+    final := @extschema@.chash_guard_needs_final(rel, col, g);
     -- Rows written through an inheritance child (or by an UPDATE or
     -- DELETE of the parent that reaches them) fire the child's triggers
     -- only: each child gets the guard too.
     FOR member IN SELECT * FROM @extschema@.chash_guard_tree(rel) LOOP
-        EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
+        EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW '
                        'EXECUTE FUNCTION @extschema@.chash_shard_row_guard(%L, %L, %L)', g, member, directory, col, me);
+        IF final THEN
+            EXECUTE format('CREATE TRIGGER %I AFTER INSERT OR UPDATE ON %s FOR EACH ROW '
+                           'EXECUTE FUNCTION @extschema@.chash_shard_row_guard(%L, %L, %L)', gf, member, directory, col, me);
+        END IF;
         EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION @extschema@.chash_shard_truncate_guard(%L, %L, %L)', gt, member, directory, col, me);
     END LOOP;
@@ -101,6 +134,7 @@ BEGIN
     END IF;
     FOR t IN SELECT tg.tgname, tg.tgrelid::regclass AS rel FROM pg_trigger tg
               WHERE tg.tgname IN (@extschema@.chash_guard_name(directory),
+                                  (@extschema@.chash_guard_name(directory) || '_final')::name,
                                   ('chash_guard_truncate_' || left(md5(directory), 12))::name)
                 AND tg.tgparentid = 0
                 AND (table_name IS NULL OR tg.tgrelid IN (SELECT * FROM @extschema@.chash_guard_tree(rel)))
@@ -113,9 +147,11 @@ END
 $$;
 
 -- A registered table created (or renamed, or moved to its schema) after
--- the join, or a table that becomes an inheritance child of one (CREATE
--- TABLE ... INHERITS, ALTER TABLE ... INHERIT): the registered table's
--- guards are made again, over its whole tree.
+-- the join, a table that becomes an inheritance child of one (CREATE
+-- TABLE ... INHERITS, ALTER TABLE ... INHERIT), or a trigger created,
+-- renamed or enabled on one that now fires after the guard: the
+-- registered table's guards are made again, over its whole tree.  (The
+-- guard's own CREATE TRIGGER comes here too, and changes nothing.)
 CREATE OR REPLACE FUNCTION @extschema@.chash_guard_new_tables() RETURNS event_trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -127,6 +163,12 @@ BEGIN
     FOR t IN WITH RECURSIVE created(objid) AS (
                  SELECT DISTINCT c.objid FROM pg_event_trigger_ddl_commands() c
                   WHERE c.classid = 'pg_class'::regclass
+                 UNION
+                 SELECT tg.tgrelid FROM pg_event_trigger_ddl_commands() c
+                   JOIN pg_trigger tg ON tg.oid = c.objid
+                  WHERE c.classid = 'pg_trigger'::regclass
+                    AND tg.tgfoid NOT IN ('@extschema@.chash_shard_row_guard()'::regprocedure,
+                                          '@extschema@.chash_shard_truncate_guard()'::regprocedure)
              ), ancestry(objid, rel) AS (
                  SELECT objid, objid FROM created
                  UNION
@@ -138,6 +180,10 @@ BEGIN
                JOIN @extschema@.chash_shard_member m ON m.directory = r.directory
               WHERE NOT EXISTS (SELECT FROM pg_trigger tg WHERE tg.tgrelid = a.objid
                                 AND tg.tgname = @extschema@.chash_guard_name(r.directory))
+                 OR (NOT EXISTS (SELECT FROM pg_trigger tg WHERE tg.tgrelid = a.rel
+                                 AND tg.tgname = @extschema@.chash_guard_name(r.directory) || '_final')
+                     AND @extschema@.chash_guard_needs_final(a.rel::regclass, r.tenant_column,
+                                                             @extschema@.chash_guard_name(r.directory)))
     LOOP
         PERFORM @extschema@.chash_guard_table(t.directory, t.table_name);
     END LOOP;
@@ -174,5 +220,11 @@ COMMENT ON FUNCTION @extschema@.chash_table_check_column() IS
 CREATE TRIGGER chash_table_check_column BEFORE INSERT OR UPDATE ON @extschema@.chash_table
     FOR EACH ROW EXECUTE FUNCTION @extschema@.chash_table_check_column();
 
--- Guards made by 1.1 fire BEFORE each row: make them again.
+-- Triggers created or altered on a guarded table after the join.
+DROP EVENT TRIGGER chash_guard_new_tables;
+CREATE EVENT TRIGGER chash_guard_new_tables ON ddl_command_end
+    WHEN TAG IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'ALTER TABLE', 'CREATE TRIGGER', 'ALTER TRIGGER')
+    EXECUTE FUNCTION @extschema@.chash_guard_new_tables();
+
+-- Guards made by 1.1: children and final-row guards where needed.
 SELECT @extschema@.chash_guard_sync(m.directory) FROM @extschema@.chash_shard_member m;
