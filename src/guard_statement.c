@@ -38,6 +38,7 @@ static ExecutorStart_hook_type previous_executor_start = NULL;
 typedef struct GuardedScan
 {
 	Oid			relid;
+	Oid			collid;			/* the tenant column's collation */
 	Index		rti;
 	AttrNumber	attnum;
 	GuardAccess access;
@@ -124,7 +125,8 @@ value_text(GuardedScan *scan, Node *node, size_t *len)
 static void
 scan_check(GuardedScan *scan, const char *tenant, size_t len)
 {
-	guard_require_deterministic(scan->relid, scan->attnum, text_to_cstring(scan->target.directory));
+	guard_require_deterministic(scan->collid, scan->relid, scan->attnum,
+								text_to_cstring(scan->target.directory));
 	guard_check_tenant(&scan->target, tenant, len, scan->access);
 }
 
@@ -272,6 +274,8 @@ guard_of(Oid relid, GuardedScan *scan)
 				scan->target.shard_len = strlen(scan->target.shard);
 				scan->target.me_load = 0;
 				found = scan->attnum != InvalidAttrNumber;
+				if (found)
+					scan->collid = TupleDescAttr(RelationGetDescr(rel), scan->attnum - 1)->attcollation;
 			}
 		}
 	}

@@ -159,7 +159,9 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 void
 tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt)
 {
-	Oid			base = getBaseType(typid);
+	/* (the built-in types without a lookup) */
+	Oid			base = typid == TEXTOID || typid == VARCHAROID || typid == BPCHAROID ?
+		typid : getBaseType(typid);
 	Oid			output;
 	bool		varlena;
 
@@ -206,14 +208,8 @@ tenant_column_text(TenantColumn *column, Datum value, size_t *len)
  * the column, so a column altered after it was registered is refused too.
  */
 void
-guard_require_deterministic(Oid relid, AttrNumber attnum, const char *directory)
+guard_require_deterministic(Oid collid, Oid relid, AttrNumber attnum, const char *directory)
 {
-	Oid			typid;
-	int32		typmod;
-	Oid			collid;
-
-	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
-
 	if (OidIsValid(collid) && collid != DEFAULT_COLLATION_OID && collid != C_COLLATION_OID &&
 		collid != POSIX_COLLATION_OID && !get_collation_isdeterministic(collid))
 		ereport(ERROR,
@@ -286,8 +282,12 @@ guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 						trigger->tgargs[1], RelationGetRelationName(rel)),
 				 errdetail("Directory \"%s\" registers it with that column; the guard refuses writes until they agree.",
 						   trigger->tgargs[0])));
-	guard_require_deterministic(g->relid, g->attnum, trigger->tgargs[0]);
-	tenant_column_init(&g->column, get_atttype(g->relid, g->attnum), fcinfo->flinfo->fn_mcxt);
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), g->attnum - 1);
+
+		guard_require_deterministic(att->attcollation, g->relid, g->attnum, trigger->tgargs[0]);
+		tenant_column_init(&g->column, att->atttypid, fcinfo->flinfo->fn_mcxt);
+	}
 	if (TRIGGER_FIRED_BEFORE(td->tg_event))
 	{
 		g->insert_changes = new_row_changes(rel, trigger, g->attnum, TRIGGER_TYPE_INSERT,

@@ -72,8 +72,9 @@ typedef struct TenantColumn
 extern void tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt);
 extern const char *tenant_column_text(TenantColumn *column, Datum value, size_t *len);
 
-/* 0A000 unless the tenant column's collation is deterministic. */
-extern void guard_require_deterministic(Oid relid, AttrNumber attnum, const char *directory);
+/* 0A000 unless the tenant column's collation (collid) is deterministic. */
+extern void guard_require_deterministic(Oid collid, Oid relid, AttrNumber attnum,
+										const char *directory);
 
 /* The guard's trigger name prefix; guard_statement.c finds guards by it. */
 #define GUARD_TRIGGER_PREFIX "chash_guard_"
