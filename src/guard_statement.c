@@ -16,6 +16,7 @@
 #include "chash.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
@@ -36,6 +37,8 @@ static ExecutorStart_hook_type previous_executor_start = NULL;
 /* A guarded table of the statement, and what the search found. */
 typedef struct GuardedScan
 {
+	Oid			relid;
+	Oid			collid;			/* the tenant column's collation */
 	Index		rti;
 	AttrNumber	attnum;
 	GuardAccess access;
@@ -71,14 +74,16 @@ is_tenant_column(GuardedScan *scan, Node *node)
 	return false;
 }
 
-/* The tenant a constant or an external parameter holds, or NULL. */
-static char *
-value_text(GuardedScan *scan, Node *node)
+/*
+ * The canonical tenant text (shard_guard.c) a constant or an external
+ * parameter holds, or NULL.
+ */
+static const char *
+value_text(GuardedScan *scan, Node *node, size_t *len)
 {
 	Oid			type;
 	Datum		value;
-	Oid			output;
-	bool		varlena;
+	TenantColumn column;
 
 	node = strip_relabel(node);
 	if (node == NULL)
@@ -112,8 +117,17 @@ value_text(GuardedScan *scan, Node *node)
 	}
 	else
 		return NULL;
-	getTypeOutputInfo(type, &output, &varlena);
-	return OidOutputFunctionCall(output, value);
+	tenant_column_init(&column, type, CurrentMemoryContext);
+	return tenant_column_text(&column, value, len);
+}
+
+/* The check of a tenant the statement names or declares. */
+static void
+scan_check(GuardedScan *scan, const char *tenant, size_t len)
+{
+	guard_require_deterministic(scan->collid, scan->relid, scan->attnum,
+								text_to_cstring(scan->target.directory));
+	guard_check_tenant(&scan->target, tenant, len, scan->access);
 }
 
 /* Checks every "tenant = value" among the ANDed quals. */
@@ -134,17 +148,18 @@ search_quals(GuardedScan *scan, List *quals)
 			Node	   *left = linitial(op->args);
 			Node	   *right = lsecond(op->args);
 			char	   *name;
-			char	   *tenant = NULL;
+			const char *tenant = NULL;
+			size_t		len = 0;
 
 			if (is_tenant_column(scan, left))
-				tenant = value_text(scan, right);
+				tenant = value_text(scan, right, &len);
 			else if (is_tenant_column(scan, right))
-				tenant = value_text(scan, left);
+				tenant = value_text(scan, left, &len);
 			if (tenant == NULL)
 				continue;
 			name = get_opname(op->opno);
 			if (name != NULL && strcmp(name, "=") == 0)
-				guard_check_tenant(&scan->target, tenant, strlen(tenant), scan->access);
+				scan_check(scan, tenant, len);
 		}
 	}
 }
@@ -259,6 +274,8 @@ guard_of(Oid relid, GuardedScan *scan)
 				scan->target.shard_len = strlen(scan->target.shard);
 				scan->target.me_load = 0;
 				found = scan->attnum != InvalidAttrNumber;
+				if (found)
+					scan->collid = TupleDescAttr(RelationGetDescr(rel), scan->attnum - 1)->attcollation;
 			}
 		}
 	}
@@ -294,22 +311,28 @@ check_statement(QueryDesc *query)
 		/* the mover reads and writes past the guard */
 		if (chash_bypass_guard && guard_bypassed())
 			return;
+		scan.relid = rte->relid;
 		scan.rti = rti;
 		scan.params = query->params;
 		scan.access = writes && list_member_int(stmt->resultRelations, (int) rti) ?
 			GUARD_WRITE_STATEMENT : GUARD_READ;
 		if (tenant_declared)
-			guard_check_tenant(&scan.target, chash_session_tenant, strlen(chash_session_tenant),
-							   scan.access);
+			scan_check(&scan, chash_session_tenant, strlen(chash_session_tenant));
 		search_plan(&scan, stmt->planTree);
 		search_plans(&scan, stmt->subplans);
 	}
 }
 
+/*
+ * The leader checks the statement before it enters parallel mode; a
+ * parallel worker starts the same plan again and must not read the
+ * latest state (no new snapshots in parallel mode), nor need it.
+ */
 static void
 guard_executor_start(QueryDesc *query, int eflags)
 {
-	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && query->plannedstmt->commandType != CMD_UTILITY)
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && query->plannedstmt->commandType != CMD_UTILITY &&
+		!IsParallelWorker())
 		check_statement(query);
 	if (previous_executor_start != NULL)
 		previous_executor_start(query, eflags);

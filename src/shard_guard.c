@@ -14,6 +14,8 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "miscadmin.h"
@@ -42,9 +44,13 @@ typedef struct GuardTable
 {
 	Oid			relid;
 	AttrNumber	attnum;
-	bool		is_text;		/* text or varchar: the bytes as they are */
-	FmgrInfo	output;			/* else the type's output function */
+	TenantColumn column;
 	GuardTarget target;
+	/* a BEFORE guard: why a new row may change after it, NULL: it cannot */
+	const char *insert_changes;
+	const char *update_changes;
+	bool		insert_final_guard; /* an AFTER guard checks the final row */
+	bool		update_final_guard;
 } GuardTable;
 
 /*
@@ -208,6 +214,107 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 				 errhint("Route the tenant again (chash_route, or a fresh chash_directory_snapshot) and use the shard it names.")));
 }
 
+void
+tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt)
+{
+	/* (the built-in types without a lookup) */
+	Oid			base = typid == TEXTOID || typid == VARCHAROID || typid == BPCHAROID ?
+		typid : getBaseType(typid);
+	Oid			output;
+	bool		varlena;
+
+	column->kind = base == TEXTOID || base == VARCHAROID ? TENANT_COLUMN_TEXT :
+		base == BPCHAROID ? TENANT_COLUMN_BPCHAR : TENANT_COLUMN_OUTPUT;
+	getTypeOutputInfo(typid, &output, &varlena);
+	fmgr_info_cxt(output, &column->output, mcxt);
+}
+
+/*
+ * The canonical text of a tenant value: what (column)::text gives, as
+ * routing, chash_tenant_slot and the mover's predicates see it.  char(n)
+ * drops its padding as its cast to text does; a value of any other type
+ * but text or varchar is its output.
+ */
+const char *
+tenant_column_text(TenantColumn *column, Datum value, size_t *len)
+{
+	if (column->kind != TENANT_COLUMN_OUTPUT)
+	{
+		text	   *t = DatumGetTextPP(value);
+		const char *data = VARDATA_ANY(t);
+		size_t		n = VARSIZE_ANY_EXHDR(t);
+
+		if (column->kind == TENANT_COLUMN_BPCHAR)
+			while (n > 0 && data[n - 1] == ' ')
+				n--;
+		*len = n;
+		return data;
+	}
+	else
+	{
+		char	   *s = OutputFunctionCall(&column->output, value);
+
+		*len = strlen(s);
+		return s;
+	}
+}
+
+/*
+ * 0A000 for a tenant column whose collation is nondeterministic: two
+ * tenants that differ ("org-3", "ORG-3") would compare equal, and a move
+ * of one would take the other's rows too.  Checked where a guard reads
+ * the column, so a column altered after it was registered is refused too.
+ */
+void
+guard_require_deterministic(Oid collid, Oid relid, AttrNumber attnum, const char *directory)
+{
+	if (OidIsValid(collid) && collid != DEFAULT_COLLATION_OID && collid != C_COLLATION_OID &&
+		collid != POSIX_COLLATION_OID && !get_collation_isdeterministic(collid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("tenant column \"%s\" of table \"%s\" has a nondeterministic collation",
+						get_attname(relid, attnum, false), get_rel_name(relid)),
+				 errdetail("Collation \"%s\" makes different tenants of directory \"%s\" compare equal.",
+						   get_collation_name(collid), directory),
+				 errhint("Give the column a deterministic collation, e.g. ALTER TABLE ... ALTER COLUMN ... TYPE ... COLLATE \"C\".")));
+}
+
+/*
+ * What may change a new row's tenant after this BEFORE guard for an event
+ * (TRIGGER_TYPE_INSERT or _UPDATE): a later BEFORE ROW trigger (they fire
+ * in name order) or a stored generated tenant column; NULL: nothing.
+ * Sets *final_guard when an AFTER guard checks the final row.
+ */
+static const char *
+new_row_changes(Relation rel, Trigger *me, AttrNumber attnum, int16 event, bool *final_guard)
+{
+	TriggerDesc *trigdesc = rel->trigdesc;
+	const char *changes = NULL;
+	bool		after_me = false;
+
+	*final_guard = false;
+	if (TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attgenerated == ATTRIBUTE_GENERATED_STORED)
+		changes = psprintf("its tenant column \"%s\" is generated", me->tgargs[1]);
+	for (int i = 0; i < trigdesc->numtriggers; i++)
+	{
+		Trigger    *t = &trigdesc->triggers[i];
+
+		if (t->tgoid == me->tgoid)
+		{
+			after_me = true;
+			continue;
+		}
+		if (t->tgenabled == TRIGGER_DISABLED || !TRIGGER_FOR_ROW(t->tgtype) ||
+			(t->tgtype & event) == 0)
+			continue;
+		if (t->tgfoid == me->tgfoid && TRIGGER_FOR_AFTER(t->tgtype))
+			*final_guard = true;
+		else if (after_me && TRIGGER_FOR_BEFORE(t->tgtype) && changes == NULL)
+			changes = psprintf("trigger \"%s\" fires after the guard", t->tgname);
+	}
+	return changes;
+}
+
 static GuardTable *
 guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 {
@@ -215,9 +322,6 @@ guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 	Trigger    *trigger = td->tg_trigger;
 	Relation	rel = td->tg_relation;
 	MemoryContext old;
-	Oid			typid;
-	Oid			output;
-	bool		varlena;
 
 	if (g != NULL && g->relid == RelationGetRelid(rel))
 		return g;
@@ -236,10 +340,19 @@ guard_table(FunctionCallInfo fcinfo, TriggerData *td)
 						trigger->tgargs[1], RelationGetRelationName(rel)),
 				 errdetail("Directory \"%s\" registers it with that column; the guard refuses writes until they agree.",
 						   trigger->tgargs[0])));
-	typid = get_atttype(g->relid, g->attnum);
-	g->is_text = typid == TEXTOID || typid == VARCHAROID;
-	getTypeOutputInfo(typid, &output, &varlena);
-	fmgr_info(output, &g->output);
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), g->attnum - 1);
+
+		guard_require_deterministic(att->attcollation, g->relid, g->attnum, trigger->tgargs[0]);
+		tenant_column_init(&g->column, att->atttypid, fcinfo->flinfo->fn_mcxt);
+	}
+	if (TRIGGER_FIRED_BEFORE(td->tg_event))
+	{
+		g->insert_changes = new_row_changes(rel, trigger, g->attnum, TRIGGER_TYPE_INSERT,
+											&g->insert_final_guard);
+		g->update_changes = new_row_changes(rel, trigger, g->attnum, TRIGGER_TYPE_UPDATE,
+											&g->update_final_guard);
+	}
 	g->target.directory = cstring_to_text(trigger->tgargs[0]);
 	g->target.shard = pstrdup(trigger->tgargs[2]);
 	g->target.shard_len = strlen(g->target.shard);
@@ -254,30 +367,55 @@ check_row(GuardTable *g, TriggerData *td, HeapTuple tuple)
 {
 	bool		isnull;
 	Datum		value = heap_getattr(tuple, g->attnum, RelationGetDescr(td->tg_relation), &isnull);
+	const char *tenant;
+	size_t		len;
 
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("tenant column \"%s\" of guarded table \"%s\" must not be null",
 						td->tg_trigger->tgargs[1], RelationGetRelationName(td->tg_relation))));
-	if (g->is_text)
-	{
-		text	   *t = DatumGetTextPP(value);
+	tenant = tenant_column_text(&g->column, value, &len);
+	guard_check_tenant(&g->target, tenant, len, GUARD_WRITE);
+}
 
-		guard_check_tenant(&g->target, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), GUARD_WRITE);
-	}
-	else
-	{
-		char	   *s = OutputFunctionCall(&g->output, value);
+/*
+ * Whether a BEFORE guard checks the new row itself: it does when nothing
+ * changes the row after it; else the AFTER guard does (55000 when there
+ * is none: the guard fails closed until chash_guard_table adds it).
+ */
+static bool
+new_row_checked_here(GuardTable *g, TriggerData *td)
+{
+	bool		update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
+	const char *changes = update ? g->update_changes : g->insert_changes;
 
-		guard_check_tenant(&g->target, s, strlen(s), GUARD_WRITE);
-	}
+	if (changes == NULL)
+		return true;
+	if (update ? g->update_final_guard : g->insert_final_guard)
+		return false;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("table \"%s\" may change a row's tenant after the guard checked it",
+					RelationGetRelationName(td->tg_relation)),
+			 errdetail("In directory \"%s\", %s, and the guard that checks the final row is missing.",
+					   td->tg_trigger->tgargs[0], changes),
+			 errhint("Guard the table again: SELECT chash_guard_table(directory, table_name).")));
+	return false;
 }
 
 /*
  * chash_shard_row_guard(directory, tenant_column, shard): BEFORE INSERT,
  * UPDATE or DELETE FOR EACH ROW (COPY FROM included).  An UPDATE checks
- * the old row and, when its tenant changes, the new one.
+ * the old row and, when its tenant changes, the new one.  The new row is
+ * final only after every BEFORE ROW trigger (they fire in name order, and
+ * one that sorts after the guard may set the tenant) and after a stored
+ * generated column is computed: on a table with either, the same function
+ * also fires AFTER INSERT OR UPDATE and checks the new row there (the
+ * row is written by then, but the error rolls it back before anybody
+ * sees it, and the lock tags are taken before the transaction can
+ * commit, which is all the fence needs).  Only there: an AFTER row
+ * trigger costs every statement a queued event.
  */
 Datum
 chash_shard_row_guard(PG_FUNCTION_ARGS)
@@ -286,16 +424,35 @@ chash_shard_row_guard(PG_FUNCTION_ARGS)
 	GuardTable *g;
 	HeapTuple	result;
 
-	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(td->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(td->tg_event))
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+		TRIGGER_FIRED_INSTEAD(td->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("chash_shard_row_guard must be fired before each row")));
+				 errmsg("chash_shard_row_guard must be fired for each row, before or after it")));
 	result = TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple;
 	if (guard_bypassed())
 		return PointerGetDatum(result);
 	g = guard_table(fcinfo, td);
-	check_row(g, td, td->tg_trigtuple);
+	if (TRIGGER_FIRED_BEFORE(td->tg_event))
+	{
+		/* the old row of an UPDATE or DELETE, the new row where final */
+		if (!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+			check_row(g, td, td->tg_trigtuple);
+		if (TRIGGER_FIRED_BY_DELETE(td->tg_event) || !new_row_checked_here(g, td))
+			return PointerGetDatum(result);
+		if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+		{
+			check_row(g, td, td->tg_trigtuple);
+			return PointerGetDatum(result);
+		}
+	}
+	else if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+	{
+		check_row(g, td, td->tg_trigtuple);
+		return PointerGetDatum(result);
+	}
+	else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+		return PointerGetDatum(result);
 	if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
 	{
 		bool		old_null,

@@ -49,7 +49,7 @@ DECLARE
         -- shards (docs/shards.md)
         'chash_add_table', 'chash_drop_table', 'chash_tenant_slot', 'chash_directory_publish',
         'chash_shard_join', 'chash_shard_leave', 'chash_shard_slot_name', 'chash_shard_wait_fence',
-        'chash_guard_sync', 'chash_unguard'];
+        'chash_guard_sync', 'chash_unguard', 'chash_statement_check_active'];
     -- internal helpers that documented functions (and the triggers of the
     -- directory tables) call with the caller's rights
     helpers CONSTANT text[] := ARRAY[
