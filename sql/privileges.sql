@@ -50,7 +50,8 @@ SET ROLE regress_priv_app;
 SELECT chash_route('priv', 'x') IS NOT NULL AS routes,
        chash_directory_snapshot('priv') IS NOT NULL AS snapshots,
        chash_directory_changes('priv', 0) IS NOT NULL AS changes,
-       (SELECT count(*) FROM chash_plan_rebalance('priv')) AS plans;
+       (SELECT count(*) FROM chash_plan_rebalance('priv')) AS plans,
+       chash_statement_check_active() IS NOT NULL AS statement_check;
 SELECT bad($$SELECT chash_directory_changes('no such', 0)$$);
 SELECT bad($$SELECT chash_shard_member_wait()$$);
 SELECT bad($$SELECT chash_directory_row('priv')$$);

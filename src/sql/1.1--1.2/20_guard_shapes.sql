@@ -216,8 +216,9 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.chash_table_check_column() IS
     'trigger: refuses to register a table whose tenant column has a nondeterministic collation';
--- (named to fire after chash_table_guard, which spells the name)
-CREATE TRIGGER chash_table_check_column BEFORE INSERT OR UPDATE ON @extschema@.chash_table
+-- (named to fire after chash_table_guard, which checks and spells the name:
+-- BEFORE triggers fire in name order)
+CREATE TRIGGER chash_table_guard_tenant_column BEFORE INSERT OR UPDATE ON @extschema@.chash_table
     FOR EACH ROW EXECUTE FUNCTION @extschema@.chash_table_check_column();
 
 -- Triggers created or altered on a guarded table after the join.

@@ -57,7 +57,8 @@ DECLARE
         'chash_migration_lock_directory', 'chash_migration_lock', 'chash_migration_check_none_running',
         'chash_migration_finish_if_empty', 'chash_migration_insert', 'chash_step_lock',
         'chash_step_fence_barrier', 'chash_shard_subscription', 'chash_guard_name', 'chash_guard_table',
-        'chash_shard_row_guard', 'chash_shard_truncate_guard', 'chash_fence_barrier', 'chash_steps_lock'];
+        'chash_shard_row_guard', 'chash_shard_truncate_guard', 'chash_fence_barrier', 'chash_steps_lock',
+        'chash_guard_tree', 'chash_guard_needs_final'];
     -- what chash_move calls on the directory database (mover/lease.c, mover/step.c)
     mover CONSTANT text[] := ARRAY[
         'chash_step_lease_claim', 'chash_step_lease_check', 'chash_step_lease_record',
