@@ -14,28 +14,6 @@
 
 #include "chash_move.h"
 
-char *
-format_text(const char *fmt,...)
-{
-	va_list		ap;
-	int			n;
-	char	   *s;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	s = malloc(n + 1);
-	if (s == NULL)
-	{
-		report("error", "out of memory");
-		exit(1);
-	}
-	va_start(ap, fmt);
-	vsnprintf(s, n + 1, fmt, ap);
-	va_end(ap);
-	return s;
-}
-
 /*
  * malloc'd copies, so callers free one way.  A text the server's encoding
  * cannot take is an error, never a NULL or empty name in the SQL built.

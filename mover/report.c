@@ -1,5 +1,6 @@
 /*
- * Messages, as PostgreSQL's client programs write them:
+ * Messages, as PostgreSQL's client programs write them, and the text they
+ * are made of (format_text):
  * "chash_move: error: ...", then "detail:" and "hint:" lines.  Jobs run in
  * threads, so a message is written whole, and the progress line is
  * cleared first and drawn again by the next tick.
@@ -12,6 +13,29 @@
 #include "chash_move.h"
 
 pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A message's text (and any other allocated text), or exit on no memory. */
+char *
+format_text(const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+	char	   *s;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	s = malloc(n + 1);
+	if (s == NULL)
+	{
+		report("error", "out of memory");
+		exit(1);
+	}
+	va_start(ap, fmt);
+	vsnprintf(s, n + 1, fmt, ap);
+	va_end(ap);
+	return s;
+}
 
 void
 report(const char *level, const char *fmt,...)

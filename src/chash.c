@@ -1,5 +1,6 @@
 /*
- * chash.c - module magic and the argument checks every function shares
+ * chash.c - the argument checks and helpers every function shares (the
+ * module's magic, settings and hooks are module.c's)
  */
 #include "chash.h"
 
@@ -15,10 +16,7 @@
 #include "utils/guc.h"
 #include "utils/builtins.h"
 
-#include "shard_guard.h"
 #include "sort.h"
-
-PG_MODULE_MAGIC;
 
 /*
  * MD5 comes from OpenSSL, the library the server itself is built with for
@@ -242,13 +240,4 @@ chash_require_args(FunctionCallInfo fcinfo,...)
 					 errmsg("%s must not be null", name)));
 		}
 	va_end(names);
-}
-
-/* The guard's settings and hooks (shard_guard.c). */
-void		_PG_init(void);
-
-void
-_PG_init(void)
-{
-	shard_guard_init();
 }

@@ -1,7 +1,8 @@
 /*
  * fence.c - the fence of a migration step as a barrier (docs/migrations.md,
  * "The fence is a barrier"; docs/shards.md, "The guard"): chash_step_fence's
- * wait, chash_shard_wait_fence, and what a writer holds
+ * wait, chash_shard_wait_fence, and what a writer holds (chash_route_for_write
+ * and the guard's writes)
  *
  * A writer admitted for a tenant (chash_route_for_write, the guard on a
  * shard) holds ShareLock on two lock tags until its transaction ends: one
@@ -50,6 +51,7 @@
 #include "directory_catalog.h"
 #include "fence.h"
 
+PG_FUNCTION_INFO_V1(chash_route_for_write);
 PG_FUNCTION_INFO_V1(chash_step_fence_barrier);
 PG_FUNCTION_INFO_V1(chash_steps_fence_barrier);
 PG_FUNCTION_INFO_V1(chash_shard_wait_fence);
@@ -417,4 +419,25 @@ chash_shard_wait_fence_steps(PG_FUNCTION_ARGS)
 				 errmsg("steps must not be empty")));
 	wait_fence_steps(PG_GETARG_TEXT_PP(0), PG_GETARG_INT64(1), PG_GETARG_ARRAYTYPE_P(2));
 	PG_RETURN_VOID();
+}
+
+/*
+ * The fence is a barrier (docs/migrations.md): the writer first takes its
+ * tags (fence.c), then checks the latest committed state, not its
+ * snapshot's, so a fence committed after the snapshot, or one waiting for
+ * writers admitted before it, is seen.  The owner returned is the latest
+ * one too.
+ */
+Datum
+chash_route_for_write(PG_FUNCTION_ARGS)
+{
+	text	   *name = PG_GETARG_TEXT_PP(0);
+	text	   *tenant = PG_GETARG_TEXT_PP(1);
+	RouteDirectory *dir;
+	TenantRoute route;
+
+	dir = fence_admit_write(fcinfo, name, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &route);
+	if (route.step != NULL && route.step->fenced)
+		fence_report_fenced(dir, &route);
+	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, route.owner));
 }

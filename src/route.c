@@ -1,6 +1,7 @@
 /*
  * route.c - routing through a shard directory (docs/directory.md): chash_slot,
- * chash_route, chash_route_explain, chash_route_for_write
+ * chash_route, chash_route_explain (the write's route, chash_route_for_write,
+ * is the fence's: fence.c)
  *
  * The routing rules: a tenant is canonicalized for the directory's key
  * type and slotted by its slot method; an override beats the slot's
@@ -20,14 +21,12 @@
 #include "utils/uuid.h"
 
 #include "directory_cache.h"
-#include "fence.h"
 #include "route.h"
 
 PG_FUNCTION_INFO_V1(chash_slot);
 PG_FUNCTION_INFO_V1(chash_route);
 PG_FUNCTION_INFO_V1(chash_route_int8);
 PG_FUNCTION_INFO_V1(chash_route_explain);
-PG_FUNCTION_INFO_V1(chash_route_for_write);
 
 /* A tenant as routing sees it: canonical bytes, hash and slot. */
 typedef struct RouteKey
@@ -261,25 +260,4 @@ route_quoted_shard(RouteDirectory *dir, int32 shard)
 	int			len = VARSIZE(name) - VARHDRSZ;
 
 	return psprintf("\"%.*s\"", chash_quote_len(VARDATA(name), len), VARDATA(name));
-}
-
-/*
- * The fence is a barrier (docs/migrations.md): the writer first takes its
- * tags (fence.c), then checks the latest committed state, not its
- * snapshot's, so a fence committed after the snapshot, or one waiting for
- * writers admitted before it, is seen.  The owner returned is the latest
- * one too.
- */
-Datum
-chash_route_for_write(PG_FUNCTION_ARGS)
-{
-	text	   *name = PG_GETARG_TEXT_PP(0);
-	text	   *tenant = PG_GETARG_TEXT_PP(1);
-	RouteDirectory *dir;
-	TenantRoute route;
-
-	dir = fence_admit_write(fcinfo, name, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &route);
-	if (route.step != NULL && route.step->fenced)
-		fence_report_fenced(dir, &route);
-	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, route.owner));
 }

@@ -61,7 +61,7 @@ typedef struct GuardTable
  */
 static Oid	bypass_setter = InvalidOid;
 
-static bool
+bool
 check_bypass_guard(bool *newval, void **extra, GucSource source)
 {
 	Oid		   *setter = malloc(sizeof(Oid));
@@ -77,7 +77,7 @@ check_bypass_guard(bool *newval, void **extra, GucSource source)
 	return true;
 }
 
-static void
+void
 assign_bypass_guard(bool newval, void *extra)
 {
 	bypass_setter = extra != NULL ? *(Oid *) extra : InvalidOid;
@@ -465,20 +465,4 @@ chash_shard_row_guard(PG_FUNCTION_ARGS)
 			check_row(g, td, td->tg_newtuple);
 	}
 	return PointerGetDatum(result);
-}
-
-void
-shard_guard_init(void)
-{
-	DefineCustomBoolVariable("chash.bypass_guard",
-							 "Lets the mover's sessions write past the guard on shards.",
-							 "Honoured only when the role that set it and the role that writes are superusers or members of role chash_mover; guarded writes of anybody else fail.",
-							 &chash_bypass_guard, false, PGC_USERSET, 0,
-							 check_bypass_guard, assign_bypass_guard, NULL);
-	DefineCustomStringVariable("chash.tenant",
-							   "The tenant this session works for: every statement on a guarded table is checked against it.",
-							   NULL,
-							   &chash_session_tenant, NULL, PGC_USERSET, 0, NULL, NULL, NULL);
-	MarkGUCPrefixReserved("chash");
-	guard_statement_init();
 }

@@ -10,6 +10,7 @@
 
 #include "access/attnum.h"
 #include "fmgr.h"
+#include "utils/guc.h"
 
 /* chash's own SQLSTATE: the tenant is not on this shard (route again). */
 #define ERRCODE_CHASH_WRONG_SHARD MAKE_SQLSTATE('S','H','0','0','1')
@@ -31,11 +32,13 @@ typedef enum GuardAccess
 	GUARD_READ					/* a SELECT about to run */
 } GuardAccess;
 
-/* GUCs (chash.c defines them). */
+/* Settings (module.c defines them): chash.bypass_guard, chash.tenant. */
 extern bool chash_bypass_guard;
 extern char *chash_session_tenant;
 
-extern void shard_guard_init(void);
+/* chash.bypass_guard's hooks: the bypass belongs to the role that set it. */
+extern bool check_bypass_guard(bool *newval, void **extra, GucSource source);
+extern void assign_bypass_guard(bool newval, void *extra);
 
 /*
  * Whether this session bypasses the guard: chash.bypass_guard on, and the
