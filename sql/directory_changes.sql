@@ -36,7 +36,11 @@ SELECT chash_create_directory('dc_prune', ARRAY['s1', 's2'], 8);
 UPDATE chash_directory SET version = 150 WHERE name = 'dc_prune';
 UPDATE chash_directory SET version = 1199 WHERE name = 'dc_prune';
 SELECT chash_pin('dc_prune', 't', 's1');
-SELECT version, kind, key FROM chash_directory_change WHERE directory = 'dc_prune' ORDER BY 1, 2, 3;
+SELECT version, kind, key FROM chash_directory_change WHERE directory = 'dc_prune' AND kind <> 'origin' ORDER BY 1, 2, 3;
+-- every version also names the server that made it (docs/shards.md, "Failover")
+SELECT count(*) FILTER (WHERE kind = 'origin') = count(*) FILTER (WHERE kind = 'version') AS each_version_has_its_origin,
+       bool_and(key = chash_server_identity()) FILTER (WHERE kind = 'origin') AS made_here
+  FROM chash_directory_change WHERE directory = 'dc_prune';
 SELECT (chash_directory_changes('dc_prune', 1) ->> 'full')::bool AS full_from_1,
        (chash_directory_changes('dc_prune', 150) ->> 'full')::bool AS full_from_150;
 

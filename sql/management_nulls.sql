@@ -68,6 +68,7 @@ WITH fn AS (
                WHEN 'lease' THEN quote_literal('1 second')
                WHEN 'steps' THEN quote_literal('{1}')
                ELSE CASE type WHEN 'text' THEN quote_literal('x') WHEN 'text[]' THEN quote_literal('{x}')
+                              WHEN 'jsonb' THEN quote_literal('[]')
                               ELSE '1' END
            END || '::' || type AS value
       FROM arg

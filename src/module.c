@@ -5,9 +5,12 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "shard_failover.h"
 #include "shard_guard.h"
 
 PG_MODULE_MAGIC;
@@ -26,6 +29,16 @@ _PG_init(void)
 							   "The tenant this session works for: every statement on a guarded table is checked against it.",
 							   NULL,
 							   &chash_session_tenant, NULL, PGC_USERSET, 0, NULL, NULL, NULL);
+	/* what a shard does when it cannot vouch for its replica (shard_failover.c) */
+	DefineCustomBoolVariable("chash.fail_closed",
+							 "Makes a shard refuse guarded writes while it cannot vouch for its replica of the directory.",
+							 "A replica of another directory history, or one that does not follow its directory database (see chash.replica_max_silence).",
+							 &chash_fail_closed, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("chash.replica_max_silence",
+							"How long a shard's replica may go without hearing from the directory database before the shard cannot vouch for it.",
+							"0 turns the bound off.  The directory database sends at least every wal_receiver_timeout / 2 of the shard.",
+							&chash_replica_max_silence, 0, 0, INT_MAX / 1000, PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("chash");
 
 	/* the guard's check of statements that name a tenant (guard_statement.c) */

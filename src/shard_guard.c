@@ -28,6 +28,7 @@
 #include "utils/rel.h"
 
 #include "fence.h"
+#include "shard_failover.h"
 #include "shard_guard.h"
 
 PG_FUNCTION_INFO_V1(chash_shard_row_guard);
@@ -180,6 +181,8 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 		guard_flinfo_ready = true;
 	}
 	InitFunctionCallInfoData(*fcinfo, &guard_flinfo, 0, InvalidOid, NULL, NULL);
+	if (access == GUARD_WRITE)
+		failover_check_write(target->directory, target->shard, target->shard_len, tenant, len);
 
 	/* the replica is read as its owner would, whoever writes */
 	GetUserIdAndSecContext(&save_user, &save_sec);

@@ -28,7 +28,9 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
@@ -40,6 +42,9 @@ PG_FUNCTION_INFO_V1(chash_shard_remote_check);
 PG_FUNCTION_INFO_V1(chash_shard_create_slot);
 PG_FUNCTION_INFO_V1(chash_shard_drop_slot);
 PG_FUNCTION_INFO_V1(chash_shard_create_subscription);
+PG_FUNCTION_INFO_V1(chash_shard_directory_identity);
+PG_FUNCTION_INFO_V1(chash_shard_slot_snapshot);
+PG_FUNCTION_INFO_V1(chash_directory_read_replica);
 
 /* The publication chash_directory_publish() creates on the directory database. */
 #define PUBLICATION_NAME "chash_directory"
@@ -96,6 +101,9 @@ remote_message(PGconn *conn, PGresult *res)
 
 /* ---- connections that honour interrupts ---- */
 
+/* What the server at the other end is, for messages: reconcile reads shards. */
+static const char *remote_peer = "directory database";
+
 static void
 wait_socket(PGconn *conn, int events)
 {
@@ -109,17 +117,21 @@ wait_socket(PGconn *conn, int events)
 }
 
 /*
- * Opens a connection to the directory database; ERROR 08001 when it
- * fails.  The caller closes it (PQfinish), also on error: use PG_TRY.
+ * Opens a connection to the directory database (a replication connection
+ * to its database when replication is true), or returns NULL with the
+ * reason in *error.  The caller closes it (PQfinish), also on error: use
+ * PG_TRY.
  */
 static PGconn *
-remote_connect(const char *conninfo)
+remote_try_connect(const char *conninfo, bool replication, char **error)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {conninfo, "chash", NULL};
+	const char *keys[] = {"dbname", "fallback_application_name", "replication", NULL};
+	const char *vals[] = {conninfo, "chash", "database", NULL};
 	PGconn	   *conn;
 	volatile PostgresPollingStatusType status = PGRES_POLLING_WRITING;
 
+	if (!replication)
+		keys[2] = NULL;
 	conn = PQconnectStartParams(keys, vals, true);
 	if (conn == NULL)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
@@ -142,15 +154,32 @@ remote_connect(const char *conninfo)
 	}
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
-		char	   *msg = remote_message(conn, NULL);
-
+		*error = remote_message(conn, NULL);
 		PQfinish(conn);
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not connect to the directory database \"%s\"", conninfo_display(conninfo)),
-				 errdetail_internal("%s", msg)));
+		return NULL;
 	}
 	return conn;
+}
+
+/* As remote_try_connect, but ERROR 08001 when the connection fails. */
+static PGconn *
+remote_connect_as(const char *conninfo, bool replication)
+{
+	char	   *msg = NULL;
+	PGconn	   *conn = remote_try_connect(conninfo, replication, &msg);
+
+	if (conn == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to the %s \"%s\"", remote_peer, conninfo_display(conninfo)),
+				 errdetail_internal("%s", msg)));
+	return conn;
+}
+
+static PGconn *
+remote_connect(const char *conninfo)
+{
+	return remote_connect_as(conninfo, false);
 }
 
 /*
@@ -204,7 +233,7 @@ remote_query(PGconn *conn, const char *conninfo, const char *query,
 		PQclear(res);
 		ereport(ERROR,
 				(errcode(code),
-				 errmsg("query on the directory database \"%s\" failed", conninfo_display(conninfo)),
+				 errmsg("query on the %s \"%s\" failed", remote_peer, conninfo_display(conninfo)),
 				 errdetail_internal("%s", msg)));
 	}
 	return res;
@@ -238,7 +267,7 @@ static bool callbacks_registered = false;
  * processing) it blocks, bounded by connect_timeout.
  */
 static char *
-drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible)
+drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible, bool *unreachable)
 {
 	const char *query = "SELECT pg_catalog.pg_drop_replication_slot(slot_name) "
 		"FROM pg_catalog.pg_replication_slots WHERE slot_name = $1";
@@ -246,8 +275,16 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 	PGconn	   *conn;
 	char	   *volatile error = NULL;
 
+	*unreachable = false;
 	if (interruptible)
-		conn = remote_connect(conninfo);
+	{
+		conn = remote_try_connect(conninfo, false, (char **) &error);
+		if (conn == NULL)
+		{
+			*unreachable = true;
+			return error;
+		}
+	}
 	else
 	{
 		const char *keys[] = {"dbname", "fallback_application_name", "connect_timeout", NULL};
@@ -328,7 +365,8 @@ drop_created_slots(int level)
 		{
 			if (p->action == DROP_ON_ABORT)
 			{
-				char	   *error = drop_remote_slot(p->conninfo, p->slot_name, false);
+				bool		unreachable;
+				char	   *error = drop_remote_slot(p->conninfo, p->slot_name, false, &unreachable);
 
 				if (error)
 					ereport(WARNING,
@@ -354,11 +392,21 @@ slot_xact_callback(XactEvent event, void *arg)
 			for (PendingSlot *p = pending; p; p = p->next)
 			{
 				char	   *error;
+				bool		unreachable;
 
 				if (p->action != DROP_AT_COMMIT)
 					continue;
-				error = drop_remote_slot(p->conninfo, p->slot_name, true);
-				if (error)
+				error = drop_remote_slot(p->conninfo, p->slot_name, true, &unreachable);
+				/* a directory server that is gone (failed over) leaves its slot behind */
+				if (error && unreachable)
+					ereport(WARNING,
+							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
+									p->slot_name, conninfo_display(p->conninfo)),
+							 errdetail("The directory database cannot be reached: %s", error),
+							 errhint("If that server comes back, drop the slot there with pg_drop_replication_slot('%s').",
+									 p->slot_name)));
+				else if (error)
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_IN_USE),
 							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
@@ -643,6 +691,7 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 	char	   *conninfo;
 	char	   *slot_name;
 	char	   *command;
+	bool		copy_data;
 	MemoryContext caller = CurrentMemoryContext;
 
 	chash_require_args(fcinfo, "name", "conninfo", "slot_name", NULL);
@@ -651,10 +700,20 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
 
 	require_superuser("join a directory");
+	/* copy_data (the 1.2 signature's fourth argument): false when re-pointing */
+	if (PG_NARGS() >= 4 && PG_ARGISNULL(3))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("copy_data must not be null")));
+	copy_data = PG_NARGS() < 4 || PG_GETARG_BOOL(3);
+	/*
+	 * synchronous_commit = on: the slot then never confirms a change that a
+	 * synchronous standby of this shard lacks, so a promoted standby's
+	 * replica has no gap (docs/shards.md, "Failover").
+	 */
 	command = psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION " PUBLICATION_NAME
-					   " WITH (create_slot = false, slot_name = %s, copy_data = true, enabled = true)",
+					   " WITH (create_slot = false, slot_name = %s, copy_data = %s, enabled = true,"
+					   " synchronous_commit = on)",
 					   quote_identifier(name), quote_literal_cstr(conninfo),
-					   quote_literal_cstr(slot_name));
+					   quote_literal_cstr(slot_name), copy_data ? "true" : "false");
 	PG_TRY();
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
@@ -681,4 +740,230 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	PG_RETURN_VOID();
+}
+
+/* ---- failover (docs/shards.md, "Failover") ---- */
+
+/* Runs a simple query (a replication command) that must succeed. */
+static PGresult *
+remote_command(PGconn *conn, const char *conninfo, const char *command)
+{
+	PGresult   *last = NULL;
+
+	if (PQsendQuery(conn, command))
+	{
+		for (;;)
+		{
+			PGresult   *res;
+
+			while (PQisBusy(conn))
+			{
+				wait_socket(conn, WL_SOCKET_READABLE);
+				if (!PQconsumeInput(conn))
+					break;
+			}
+			res = PQgetResult(conn);
+			if (res == NULL)
+				break;
+			PQclear(last);
+			last = res;
+		}
+	}
+	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
+	{
+		char	   *msg = remote_message(conn, last);
+		const char *state = last ? PQresultErrorField(last, PG_DIAG_SQLSTATE) : NULL;
+		int			code = ERRCODE_CONNECTION_FAILURE;
+
+		if (state && strlen(state) == 5)
+			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+		PQclear(last);
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("command on the directory database \"%s\" failed", conninfo_display(conninfo)),
+				 errdetail_internal("%s", msg)));
+	}
+	return last;
+}
+
+/* IDENTIFY_SYSTEM: "system identifier" and timeline of the server. */
+static void
+identify_system(PGconn *repl, const char *conninfo, char **sysid, int *timeline)
+{
+	PGresult   *res = remote_command(repl, conninfo, "IDENTIFY_SYSTEM");
+
+	*sysid = pstrdup(PQgetvalue(res, 0, 0));
+	*timeline = atoi(PQgetvalue(res, 0, 1));
+	PQclear(res);
+}
+
+/*
+ * The directory tables (and, on a shard, what its failover state says) as
+ * one json object of arrays, read in the connection's transaction.
+ */
+static char *
+read_directory_tables(PGconn *conn, const char *conninfo, const char *schema, bool verdict)
+{
+	static const char *const tables[] = {
+		"chash_directory", "chash_shard", "chash_slot", "chash_override", "chash_migration",
+		"chash_migration_step", "chash_table", "chash_directory_change"
+	};
+	StringInfoData q;
+	PGresult   *res;
+	char	   *json;
+	const char *qschema = quote_identifier(schema);
+
+	initStringInfo(&q);
+	appendStringInfoString(&q, "SELECT pg_catalog.json_build_object(");
+	for (int i = 0; i < lengthof(tables); i++)
+		appendStringInfo(&q, "'%s', (SELECT coalesce(pg_catalog.json_agg(t), '[]') FROM %s.%s t), ",
+						 tables[i], qschema, tables[i]);
+	/* a shard's own verdict on its replica: reconcile does not copy a diverged one */
+	if (verdict)
+		appendStringInfo(&q, "'diverged', (SELECT pg_catalog.string_agg(o.diverged, ' ') FROM %s.chash_shard_origin o "
+						 "JOIN %s.chash_shard_member m ON m.subscription = o.subscription))::text",
+						 qschema, qschema);
+	else
+		appendStringInfoString(&q, "'diverged', NULL)::text");
+	res = remote_query(conn, conninfo, q.data, 0, NULL);
+	json = pstrdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return json;
+}
+
+static Datum
+jsonb_from_cstring(const char *s)
+{
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(s));
+}
+
+/*
+ * chash_shard_directory_identity(conninfo) -> (system_identifier numeric,
+ * timeline int): who the directory database is (IDENTIFY_SYSTEM over a
+ * replication connection: the role needs REPLICATION, as for the slot).
+ */
+Datum
+chash_shard_directory_identity(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo;
+	PGconn	   *conn;
+	char	   *sysid = NULL;
+	int			timeline = 0;
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	chash_require_args(fcinfo, "conninfo", NULL);
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	require_superuser("join a directory");
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	conn = remote_connect_as(conninfo, true);
+	PG_TRY();
+	{
+		identify_system(conn, conninfo, &sysid, &timeline);
+	}
+	PG_FINALLY();
+	{
+		PQfinish(conn);
+	}
+	PG_END_TRY();
+	values[0] = DirectFunctionCall3(numeric_in, CStringGetDatum(sysid), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	values[1] = Int32GetDatum(timeline);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/*
+ * chash_shard_slot_snapshot(conninfo, slot_name, schema) -> jsonb: creates
+ * this database's slot on the directory database (dropped again if this
+ * transaction aborts) and reads the directory tables in the snapshot the
+ * slot exported, so that the slot streams exactly what came after them:
+ * {"system_identifier", "timeline", "consistent_point", "tables": {...}}.
+ */
+Datum
+chash_shard_slot_snapshot(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo;
+	char	   *slot_name;
+	char	   *schema;
+	PGconn	   *volatile repl = NULL;
+	PGconn	   *volatile conn = NULL;
+	StringInfoData out;
+
+	chash_require_args(fcinfo, "conninfo", "slot_name", "schema", NULL);
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	schema = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	require_superuser("re-point a shard");
+	initStringInfo(&out);
+	PG_TRY();
+	{
+		char	   *sysid;
+		int			timeline;
+		PGresult   *res;
+		char	   *snapshot;
+		char	   *tables;
+
+		repl = remote_connect_as(conninfo, true);
+		identify_system(repl, conninfo, &sysid, &timeline);
+		res = remote_command(repl, conninfo,
+							 psprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export')",
+									  quote_identifier(slot_name)));
+		remember(DROP_ON_ABORT, conninfo, slot_name);
+		appendStringInfo(&out, "{\"system_identifier\": \"%s\", \"timeline\": %d, \"consistent_point\": \"%s\", \"tables\": ",
+						 sysid, timeline, PQgetvalue(res, 0, 1));
+		snapshot = pstrdup(PQgetvalue(res, 0, 2));
+		PQclear(res);
+
+		/* the snapshot lives while repl stays idle: import it at once */
+		conn = remote_connect(conninfo);
+		PQclear(remote_query(conn, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
+		PQclear(remote_query(conn, conninfo,
+							 psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot)), 0, NULL));
+		tables = read_directory_tables(conn, conninfo, schema, false);
+		PQclear(remote_query(conn, conninfo, "COMMIT", 0, NULL));
+		appendStringInfo(&out, "%s}", tables);
+	}
+	PG_FINALLY();
+	{
+		PQfinish(conn);
+		PQfinish(repl);
+	}
+	PG_END_TRY();
+	PG_RETURN_DATUM(jsonb_from_cstring(out.data));
+}
+
+/*
+ * chash_directory_read_replica(conninfo, schema) -> jsonb: on the directory
+ * database, a shard's replica of the directory tables, read in one
+ * snapshot there (chash_directory_reconcile).
+ */
+Datum
+chash_directory_read_replica(PG_FUNCTION_ARGS)
+{
+	char	   *conninfo;
+	char	   *schema;
+	PGconn	   *volatile conn;
+	char	   *volatile tables = NULL;
+
+	chash_require_args(fcinfo, "conninfo", "schema", NULL);
+	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	schema = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	require_superuser("reconcile a directory");
+	remote_peer = "shard";
+	conn = NULL;
+	PG_TRY();
+	{
+		conn = remote_connect(conninfo);
+		PQclear(remote_query(conn, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
+		tables = psprintf("{\"tables\": %s}", read_directory_tables(conn, conninfo, schema, true));
+		PQclear(remote_query(conn, conninfo, "COMMIT", 0, NULL));
+	}
+	PG_FINALLY();
+	{
+		PQfinish(conn);
+		remote_peer = "directory database";
+	}
+	PG_END_TRY();
+	PG_RETURN_DATUM(jsonb_from_cstring(tables));
 }

@@ -49,7 +49,9 @@ DECLARE
         -- shards (docs/shards.md)
         'chash_add_table', 'chash_drop_table', 'chash_tenant_slot', 'chash_directory_publish',
         'chash_shard_join', 'chash_shard_leave', 'chash_shard_slot_name', 'chash_shard_wait_fence',
-        'chash_guard_sync', 'chash_unguard', 'chash_statement_check_active'];
+        'chash_guard_sync', 'chash_unguard', 'chash_statement_check_active',
+        -- failover (docs/shards.md, "Failover")
+        'chash_shard_repoint', 'chash_directory_reconcile', 'chash_shard_refusal', 'chash_server_identity'];
     -- internal helpers that documented functions (and the triggers of the
     -- directory tables) call with the caller's rights
     helpers CONSTANT text[] := ARRAY[
