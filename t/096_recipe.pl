@@ -25,7 +25,7 @@ my ($section) = $readme =~ /^## Running on several servers\n(.*?)^## /ms
 # The blocks in order, each with its marker; every shell block but the
 # installation's must be marked, so that none is left out of this test.
 my @blocks;
-while ($section =~ /(?:^<!-- recipe: ([\w ]+) -->\n)?^```sh\n(.*?)^```/msg)
+while ($section =~ /(?:^<!-- recipe: ([\w -]+) -->\n)?^```sh\n(.*?)^```/msg)
 {
 	my ($where, $text) = ($1, $2);
 	if (!defined $where)
@@ -35,8 +35,8 @@ while ($section =~ /(?:^<!-- recipe: ([\w ]+) -->\n)?^```sh\n(.*?)^```/msg)
 	}
 	push @blocks, [ $where, $text ];
 }
-is(join(', ', map { $_->[0] } @blocks), 'dir, shard pg1, app, dir, dir',
-	'the recipe: the directory server, a shard, the application, adding pg3, the move');
+is(join(', ', map { $_->[0] } @blocks), 'dir, shard pg1, app, dir, dir, shard-online pg1, dir',
+	'the recipe: the directory server, a shard, the application, adding pg3, the move, online');
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $pgpass = "$tmp/pgpass";
@@ -80,7 +80,7 @@ sub localize
 	my ($data, $log) = ($node->data_dir, $node->logfile);
 	$text =~ s{/etc/postgresql/15/main/(postgresql|pg_hba)\.conf}{$data/$1.conf}g;
 	$text =~ s{systemctl restart postgresql\@15-main}{pg_ctl -D '$data' -l '$log' -m fast -w restart}g;
-	$text =~ s{su postgres -c "((?:[^"\\]|\\.)*)"}{$1}g;
+	$text =~ s{su postgres -c "((?:[^"\\]|\\.)*)"}{$1 =~ s/\\(["\\\$`])/$1/gr}ge;
 	$text =~ s{~(?:postgres)?/\.pgpass}{"\$PGPASSFILE"}g;
 	$text =~ s{chown postgres: }{chown "\$(id -un)": }g;
 	$text =~ s{10\.0\.0\.0/24}{127.0.0.1/32}g;
@@ -125,8 +125,9 @@ sub run_ok
 	return $out . $err;
 }
 
-my ($dir_setup, $shard_setup, $app, $add_pg3, $move) = map { $_->[1] } @blocks;
+my ($dir_setup, $shard_setup, $app, $add_pg3, $move, $shard_online, $move_online) = map { $_->[1] } @blocks;
 (my $shard_name = $blocks[1][0]) =~ s/^shard //;
+(my $online_name = $blocks[5][0]) =~ s/^shard-online //;
 
 run_ok($dir_setup, 'dir', 'the directory server is set up');
 foreach my $name (qw(pg1 pg2))
@@ -206,15 +207,30 @@ cmp_ok($node{pg3}->safe_psql('app', 'SELECT count(*) FROM accounts'), '>', 0, 'p
 # A whale (a tenant step, which ends as a pin) moved by the same command
 # line: the mover's grants cover it too.
 my ($command) = $move =~ /^(\S*chash_move .*)$/m;
-my $whale = 'org-17';
+my $whale = 'org-1001';
 my $from = $node{dir}->safe_psql('app', qq{SELECT chash_route('orgs', '$whale')});
 my $to = $from eq 'pg3' ? 'pg1' : 'pg3';
 $node{dir}->safe_psql('app', qq{SELECT chash_migration_move_tenant('orgs', '$whale', '$to')});
 run_ok($command, 'dir', "the mover moves the whale $whale from $from to $to");
 applied();
 is($node{$to}->safe_psql('app', qq{SELECT count(*) FROM accounts WHERE org_id = '$whale'}),
-	'1', "the whale's row is on $to");
+	'5', "the whale's rows are on $to");
 is(misplaced_and_total(), "0 misplaced of $loaded", 'after the whale too');
+
+# Online: the shards made ready as the recipe says, then its whale moved
+# with --online (a superuser mover on the shards, no fallback to blocking).
+foreach my $name (qw(pg1 pg2 pg3))
+{
+	(my $text = $shard_online) =~ s/\b\Q$online_name\E\b/$name/g;
+	run_ok($text, $name, 'the shard is ready for online moves');
+}
+$moved = run_ok($move_online, 'dir', 'chash_move --online moves the whale');
+like($moved, qr/step \d+: tenant pg3 -> pg1 online, 1 rows/, 'online, not blocking');
+unlike($moved, qr/blocking/, 'no step fell back to blocking');
+applied();
+is($node{pg1}->safe_psql('app', q{SELECT count(*) FROM accounts WHERE org_id = 'org-17'}),
+	'1', "org-17's row is on pg1");
+is(misplaced_and_total(), "0 misplaced of $loaded", 'after the online move too');
 
 $_->stop for values %node;
 done_testing();
