@@ -170,7 +170,11 @@ run_ok($add_pg3, 'dir', 'pg3 is added to the directory');
 run_ok($pg3_setup, 'pg3', 'pg3 is set up, joined and synced');
 
 my $moved = run_ok($move, 'dir', 'chash_move carries out the migration as the mover');
-like($moved, qr/pg\d -> pg3|pg3/, 'the plan moves slots to pg3');
+my $planned = 0;
+$planned += $1 while $moved =~ /^\s*pg[12]\s*\|\s*pg3\s*\|\s*(\d+)\s*$/mg;
+my @steps = $moved =~ /^chash_move: step \d+: slot\b.* pg[12] -> pg3, \d+ rows/mg;
+cmp_ok($planned, '>', 0, 'the plan moves slots to pg3');
+is(scalar(@steps), $planned, 'chash_move moved every planned slot to pg3');
 
 # Every shard has applied the migration's end, then holds only its own.
 sub applied
@@ -225,7 +229,7 @@ foreach my $name (qw(pg1 pg2 pg3))
 	run_ok($text, $name, 'the shard is ready for online moves');
 }
 $moved = run_ok($move_online, 'dir', 'chash_move --online moves the whale');
-like($moved, qr/step \d+: tenant pg3 -> pg1 online, 1 rows/, 'online, not blocking');
+like($moved, qr/step \d+: tenant\b.* pg3 -> pg1 online, 1 rows/, 'online, not blocking');
 unlike($moved, qr/blocking/, 'no step fell back to blocking');
 applied();
 is($node{pg1}->safe_psql('app', q{SELECT count(*) FROM accounts WHERE org_id = 'org-17'}),
