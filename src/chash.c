@@ -15,6 +15,7 @@
 #include "utils/guc.h"
 #include "utils/builtins.h"
 
+#include "load_stats.h"
 #include "shard_guard.h"
 #include "sort.h"
 
@@ -244,11 +245,16 @@ chash_require_args(FunctionCallInfo fcinfo,...)
 	va_end(names);
 }
 
-/* The guard's settings and hooks (shard_guard.c). */
+/*
+ * The guard's settings and hooks (shard_guard.c), then the load
+ * statistics' (load_stats.c), whose executor hooks run first: a statement
+ * is tracked before the guard's check counts it.
+ */
 void		_PG_init(void);
 
 void
 _PG_init(void)
 {
 	shard_guard_init();
+	load_stats_init();
 }

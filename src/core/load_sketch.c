@@ -182,8 +182,8 @@ renormalize(load_sketch *s, double now)
 	s->landmark = now;
 }
 
-static void
-add_counts(load_counts *to, const load_counts *delta)
+void
+load_counts_add(load_counts *to, const load_counts *delta)
 {
 	to->reads += delta->reads;
 	to->writes += delta->writes;
@@ -216,7 +216,7 @@ load_sketch_add(load_sketch *s, uint64_t hash, const char *key, uint32_t len,
 	{
 		entries[i].score += weight;
 		entries[i].slot = slot;
-		add_counts(&entries[i].counts, delta);
+		load_counts_add(&entries[i].counts, delta);
 		sift_down(s, entries[i].heap_pos);
 		return;
 	}
@@ -242,7 +242,7 @@ load_sketch_add(load_sketch *s, uint64_t hash, const char *key, uint32_t len,
 	entries[i].slot = slot;
 	memcpy(entries[i].key, key, len < LOAD_KEY_MAX ? len : LOAD_KEY_MAX);
 	memset(&entries[i].counts, 0, sizeof(load_counts));
-	add_counts(&entries[i].counts, delta);
+	load_counts_add(&entries[i].counts, delta);
 	link_entry(s, i);
 	if (appended)
 		sift_up(s, entries[i].heap_pos);

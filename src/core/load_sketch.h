@@ -36,6 +36,9 @@ typedef struct load_counts
 	uint64_t	time_ns;		/* their executor time */
 } load_counts;
 
+/* to += delta */
+void		load_counts_add(load_counts *to, const load_counts *delta);
+
 typedef struct load_entry
 {
 	uint64_t	hash;
