@@ -280,7 +280,8 @@ merge_pending(bool wait)
 	if (npending == 0 || stats_shared == NULL)
 		return;
 	epoch = pg_atomic_read_u32(&stats_shared->epoch);
-	now = seconds_of(GetCurrentTimestamp());
+	/* the statement's start is the time of its events (and no clock read) */
+	now = seconds_of(GetCurrentStatementStartTimestamp());
 	for (int dir = 0; dir < STATS_DIRECTORIES; dir++)
 	{
 		bool		locked = false;

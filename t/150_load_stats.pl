@@ -108,7 +108,7 @@ is($node->safe_psql('postgres', q{SET chash.track_stats = off; SELECT stats_trac
 $node->safe_psql('postgres', q{SELECT chash_stats_reset('orgs'); CREATE SEQUENCE ids});
 $node->pgbench('-n -M prepared -c 8 -j 2 -t 250', 0, [qr/processed: 2000\/2000/], [qr/^$/],
 	'8 clients', {
-		'140_insert' => q{\set t random(1, 100)
+		'150_insert' => q{\set t random(1, 100)
 INSERT INTO accounts VALUES (:t, nextval('ids'), 0);
 SELECT * FROM accounts WHERE org_id = :t LIMIT 1;
 }});
