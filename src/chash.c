@@ -257,4 +257,5 @@ _PG_init(void)
 {
 	shard_guard_init();
 	load_stats_init();
+	load_collect_init();
 }

@@ -20,4 +20,7 @@ extern void load_stats_count(const char *directory, int directory_len, int32 slo
 /* GUC and, when preloading, shared memory and executor hooks. */
 extern void load_stats_init(void);
 
+/* chash_collect's GUC (load_collect.c). */
+extern void load_collect_init(void);
+
 #endif

@@ -34,6 +34,8 @@
 
 #include "libpq-fe.h"
 
+#include "remote.h"
+
 PG_FUNCTION_INFO_V1(chash_shard_slot_name);
 PG_FUNCTION_INFO_V1(chash_conninfo_display);
 PG_FUNCTION_INFO_V1(chash_shard_remote_check);
@@ -44,154 +46,12 @@ PG_FUNCTION_INFO_V1(chash_shard_create_subscription);
 /* The publication chash_directory_publish() creates on the directory database. */
 #define PUBLICATION_NAME "chash_directory"
 
-/* ---- naming the directory database without its password ---- */
-
-/* "host=... port=... dbname=..." of a conninfo, or a placeholder. */
-static char *
-conninfo_display(const char *conninfo)
-{
-	static const char *const shown[] = {"host", "hostaddr", "port", "dbname"};
-	PQconninfoOption *opts;
-	StringInfoData buf;
-
-	opts = PQconninfoParse(conninfo, NULL);
-	if (opts == NULL)
-		return pstrdup("(invalid connection string)");
-	initStringInfo(&buf);
-	for (int k = 0; k < lengthof(shown); k++)
-	{
-		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
-		{
-			if (strcmp(o->keyword, shown[k]) != 0 || o->val == NULL || o->val[0] == '\0')
-				continue;
-			if (buf.len > 0)
-				appendStringInfoChar(&buf, ' ');
-			appendStringInfo(&buf, "%s=%s", o->keyword, o->val);
-		}
-	}
-	PQconninfoFree(opts);
-	if (buf.len == 0)
-		appendStringInfoString(&buf, "(defaults)");
-	return buf.data;
-}
-
-/* The server's error of a failed connection or result, one line. */
-static char *
-remote_message(PGconn *conn, PGresult *res)
-{
-	const char *msg = NULL;
-	char	   *copy;
-	int			len;
-
-	if (res)
-		msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	if (msg == NULL)
-		msg = PQerrorMessage(conn);
-	copy = pstrdup(msg ? msg : "");
-	len = strlen(copy);
-	while (len > 0 && (copy[len - 1] == '\n' || copy[len - 1] == ' '))
-		copy[--len] = '\0';
-	return copy;
-}
-
-/* ---- connections that honour interrupts ---- */
-
-static void
-wait_socket(PGconn *conn, int events)
-{
-	int			rc;
-
-	rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
-						   PQsocket(conn), -1L, PG_WAIT_EXTENSION);
-	if (rc & WL_LATCH_SET)
-		ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-}
-
-/*
- * Opens a connection to the directory database; ERROR 08001 when it
- * fails.  The caller closes it (PQfinish), also on error: use PG_TRY.
- */
-static PGconn *
-remote_connect(const char *conninfo)
-{
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {conninfo, "chash", NULL};
-	PGconn	   *conn;
-	volatile PostgresPollingStatusType status = PGRES_POLLING_WRITING;
-
-	conn = PQconnectStartParams(keys, vals, true);
-	if (conn == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	if (PQstatus(conn) != CONNECTION_BAD)
-	{
-		PG_TRY();
-		{
-			while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
-			{
-				wait_socket(conn, status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE);
-				status = PQconnectPoll(conn);
-			}
-		}
-		PG_CATCH();
-		{
-			PQfinish(conn);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-	}
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		char	   *msg = remote_message(conn, NULL);
-
-		PQfinish(conn);
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not connect to the directory database \"%s\"", conninfo_display(conninfo)),
-				 errdetail_internal("%s", msg)));
-	}
-	return conn;
-}
-
-/*
- * Runs a query with text parameters and returns its result, waiting on
- * the latch.  A failed query is returned as it is (PQresultStatus tells).
- */
-static PGresult *
-remote_exec(PGconn *conn, const char *query, int nparams, const char *const *params)
-{
-	PGresult   *last = NULL;
-
-	if (!PQsendQueryParams(conn, query, nparams, NULL, params, NULL, NULL, 0))
-		return NULL;
-	for (;;)
-	{
-		PGresult   *res;
-
-		while (PQisBusy(conn))
-		{
-			wait_socket(conn, WL_SOCKET_READABLE);
-			if (!PQconsumeInput(conn))
-			{
-				PQclear(last);
-				return NULL;
-			}
-		}
-		res = PQgetResult(conn);
-		if (res == NULL)
-			break;
-		PQclear(last);
-		last = res;
-	}
-	return last;
-}
-
 /* Runs a query that must succeed; ERROR with the server's message. */
 static PGresult *
 remote_query(PGconn *conn, const char *conninfo, const char *query,
 			 int nparams, const char *const *params)
 {
-	PGresult   *res = remote_exec(conn, query, nparams, params);
+	PGresult   *res = remote_exec(conn, query, nparams, params, 0);
 
 	if (res == NULL || (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
@@ -204,7 +64,7 @@ remote_query(PGconn *conn, const char *conninfo, const char *query,
 		PQclear(res);
 		ereport(ERROR,
 				(errcode(code),
-				 errmsg("query on the directory database \"%s\" failed", conninfo_display(conninfo)),
+				 errmsg("query on the directory database \"%s\" failed", remote_conninfo_display(conninfo)),
 				 errdetail_internal("%s", msg)));
 	}
 	return res;
@@ -247,7 +107,7 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 	char	   *volatile error = NULL;
 
 	if (interruptible)
-		conn = remote_connect(conninfo);
+		conn = remote_connect(conninfo, "the directory database", 0);
 	else
 	{
 		const char *keys[] = {"dbname", "fallback_application_name", "connect_timeout", NULL};
@@ -268,7 +128,7 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 			PGresult   *res;
 			const char *state;
 
-			res = interruptible ? remote_exec(conn, query, 1, params)
+			res = interruptible ? remote_exec(conn, query, 1, params, 0)
 				: PQexecParams(conn, query, 1, NULL, params, NULL, NULL, 0);
 			if (res && PQresultStatus(res) == PGRES_TUPLES_OK)
 			{
@@ -333,7 +193,7 @@ drop_created_slots(int level)
 				if (error)
 					ereport(WARNING,
 							(errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
+									p->slot_name, remote_conninfo_display(p->conninfo)),
 							 errdetail_internal("%s", error),
 							 errhint("Drop it there with pg_drop_replication_slot('%s').", p->slot_name)));
 			}
@@ -362,7 +222,7 @@ slot_xact_callback(XactEvent event, void *arg)
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_IN_USE),
 							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
+									p->slot_name, remote_conninfo_display(p->conninfo)),
 							 errdetail_internal("%s", error),
 							 errhint("Make the directory database reachable, or drop the slot there with pg_drop_replication_slot('%s') and retry.",
 									 p->slot_name)));
@@ -452,7 +312,7 @@ chash_shard_slot_name(PG_FUNCTION_ARGS)
 Datum
 chash_conninfo_display(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(conninfo_display(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
+	PG_RETURN_TEXT_P(cstring_to_text(remote_conninfo_display(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
 }
 
 /*
@@ -484,10 +344,10 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 	shard = text_to_cstring(shard_t);
 	schema = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
-	where = conninfo_display(conninfo);
+	where = remote_conninfo_display(conninfo);
 
 	require_superuser("join a directory");
-	conn = remote_connect(conninfo);
+	conn = remote_connect(conninfo, "the directory database", 0);
 	PG_TRY();
 	{
 		PGresult   *res;
@@ -581,14 +441,14 @@ chash_shard_create_slot(PG_FUNCTION_ARGS)
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	require_superuser("join a directory");
-	conn = remote_connect(conninfo);
+	conn = remote_connect(conninfo, "the directory database", 0);
 	PG_TRY();
 	{
 		const char *params[1] = {slot_name};
 		PGresult   *res;
 
 		res = remote_exec(conn, "SELECT pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')",
-						  1, params);
+						  1, params, 0);
 		if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
 			char	   *msg = remote_message(conn, res);
@@ -601,7 +461,7 @@ chash_shard_create_slot(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(code),
 					 errmsg("could not create replication slot \"%s\" on the directory database \"%s\"",
-							slot_name, conninfo_display(conninfo)),
+							slot_name, remote_conninfo_display(conninfo)),
 					 errdetail_internal("%s", msg),
 					 errhint("The directory database needs wal_level = logical and a free replication slot, and the connecting role the REPLICATION attribute.")));
 		}
@@ -676,7 +536,7 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 		edata->internalpos = 0;
 		edata->cursorpos = 0;
 		if (edata->detail == NULL)
-			edata->detail = psprintf("The directory database is \"%s\".", conninfo_display(conninfo));
+			edata->detail = psprintf("The directory database is \"%s\".", remote_conninfo_display(conninfo));
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
