@@ -92,6 +92,36 @@ is($dir->safe_psql('postgres', qq{
 is($dir->safe_psql('postgres', q{SELECT sqlstate_of('SELECT * FROM chash_suggest_pins(''orgs'', 0)')}),
 	'22023', 'n below 1 is refused');
 
+# A bulky tenant without load on another shard (written with the
+# statistics off): by bytes its shard is the heavy one, by load the
+# whale's.  The 'load' plan moves slots off the hot shard only, and each
+# move lowers the load there; the 'bytes' plan starts from the bulky
+# shard; the 'slots' plan of the evenly sliced directory is empty.
+my ($bulk) = grep { $owner{$_} ne $hot } sort keys %owner;
+$shard{ $owner{$bulk} }->safe_psql('postgres', qq{
+    SET chash.track_stats = off;
+    INSERT INTO accounts SELECT '$bulk', g, repeat('x', 100) FROM generate_series(100, 3099) g});
+$dir->safe_psql('postgres', q{SELECT * FROM chash_collect('orgs')});
+is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_plan_rebalance('orgs', 'slots')}),
+	'0', 'the slots are balanced');
+is($dir->safe_psql('postgres', q{SELECT from_shard FROM chash_plan_rebalance('orgs', 'bytes') WHERE step = 1}),
+	$owner{$bulk}, "the 'bytes' plan starts from the bulky shard");
+my $plan = $dir->safe_psql('postgres', q{
+    SELECT count(*) || '|' || count(*) FILTER (WHERE from_shard = } . "'$hot'" . q{)
+    FROM chash_plan_rebalance('orgs', 'load')});
+my ($steps, $from_hot) = split /\|/, $plan;
+ok($steps > 0 && $steps == $from_hot, "the 'load' plan moves slots off the hot shard only ($plan)");
+is($dir->safe_psql('postgres', qq{
+    WITH moved AS (SELECT slot FROM chash_plan_rebalance('orgs', 'load'))
+    SELECT sum(reads + writes) FILTER (WHERE slot NOT IN (SELECT slot FROM moved))
+           < sum(reads + writes)
+    FROM chash_load WHERE directory = 'orgs' AND shard = '$hot'}),
+	't', 'the hot shard carries less load after the plan');
+my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_start('orgs', 'load')});
+is($dir->safe_psql('postgres', qq{SELECT count(*) FROM chash_migration_step WHERE migration = $m}),
+	$steps, "chash_migration_start saves the 'load' plan");
+$dir->safe_psql('postgres', qq{SELECT chash_migration_cancel($m)});
+
 # A second collection replaces the first (no row twice).
 $dir->safe_psql('postgres', q{SELECT * FROM chash_collect('orgs')});
 is($dir->safe_psql('postgres', q{
