@@ -11,6 +11,7 @@
 #include "utils/guc.h"
 
 #include "shard_failover.h"
+#include "load_stats.h"
 #include "shard_guard.h"
 
 PG_MODULE_MAGIC;
@@ -41,6 +42,13 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("chash");
 
-	/* the guard's check of statements that name a tenant (guard_statement.c) */
+	/*
+	 * The guard's check of statements that name a tenant (guard_statement.c),
+	 * then the load statistics' hooks and settings (load_stats.c), whose
+	 * executor hooks run first: a statement is tracked before the guard's
+	 * check counts it.
+	 */
 	guard_statement_init();
+	load_stats_init();
+	load_collect_init();
 }

@@ -42,6 +42,9 @@ typedef struct plan_input
 	int64	   *slot_tenants;	/* unpinned tenants with a size, per slot */
 	double	   *slot_bytes;		/* their bytes, per slot */
 	double	   *fixed_bytes;	/* pinned tenants' bytes, per shard */
+	/* 'load' (docs/load.md): collected load, bytes as the tie-break */
+	double	   *slot_load;
+	double	   *fixed_load;
 } plan_input;
 
 /* The quoted schema of the extension: the schema of the calling function. */
@@ -153,8 +156,10 @@ read_owners(const char *schema, text *directory, plan_input *in)
  * Reads everything the planner needs.  Values are copied into the
  * caller's memory context (SPI's is gone after SPI_finish).
  */
+static void read_load(const char *schema, Datum dir, plan_input *in, MemoryContext outer);
+
 static void
-read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in)
+read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in, bool load)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	Datum		dir = PointerGetDatum(directory);
@@ -268,9 +273,93 @@ read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in)
 
 		in->fixed_bytes[i] = DatumGetFloat8(spi_value(r, 2, &isnull));
 	}
+	if (load)
+		read_load(schema, dir, in, outer);
 
 	AtEOXact_GUC(true, save_nestlevel);
 	SPI_finish();
+}
+
+/*
+ * The load chash_collect brought home (reads + rows written), per slot
+ * whatever shard counted it, less the load of pinned tenants, which counts
+ * on their shard and never moves with a slot.  A directory of more slots
+ * than a shard keeps counts them folded (slot modulo the buckets): a
+ * bucket's load is spread evenly over its slots.  Bytes break ties: they
+ * weigh a millionth of the load per byte on average, so they decide
+ * between slots of equal load only, and alone when no load was
+ * collected.
+ */
+#define LOAD_BUCKETS 16384
+
+static void
+read_load(const char *schema, Datum dir, plan_input *in, MemoryContext outer)
+{
+	StringInfoData sql;
+	bool		isnull;
+	int32		buckets = Min(in->slot_count, LOAD_BUCKETS);
+	double		total_load = 0,
+				total_bytes = 0,
+				per_byte;
+
+	in->slot_load = MemoryContextAllocHuge(outer, sizeof(double) * in->slot_count);
+	memset(in->slot_load, 0, sizeof(double) * in->slot_count);
+	in->fixed_load = MemoryContextAllocZero(outer, sizeof(double) * in->nshards);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT l.slot, pg_catalog.sum(l.reads + l.writes)::float8 "
+					 "FROM %s.chash_load_slot l WHERE l.directory = $1 GROUP BY 1", schema);
+	spi_exec(sql.data, dir);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		int32		bucket = DatumGetInt32(spi_value(r, 1, &isnull));
+		double		load = DatumGetFloat8(spi_value(r, 2, &isnull));
+		int32		members;
+
+		if (bucket < 0 || bucket >= buckets)
+			continue;
+		members = (in->slot_count - bucket + buckets - 1) / buckets;
+		for (int32 s = bucket; s < in->slot_count; s += buckets)
+			in->slot_load[s] += load / members;
+	}
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT k.i, t.slot, (t.reads + t.writes)::float8 "
+					 "FROM %s.chash_load_tenant t "
+					 "JOIN %s.chash_override o ON o.directory = $1 AND o.tenant = t.tenant "
+					 "JOIN (SELECT shard, (pg_catalog.row_number() OVER (ORDER BY shard COLLATE \"C\"))::int4 - 1 AS i "
+					 "      FROM %s.chash_shard WHERE directory = $1) k ON k.shard = t.shard "
+					 "WHERE t.directory = $1 AND t.reads IS NOT NULL", schema, schema, schema);
+	spi_exec(sql.data, dir);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		int32		i = DatumGetInt32(spi_value(r, 1, &isnull));
+		int32		bucket = DatumGetInt32(spi_value(r, 2, &isnull));
+		double		load = DatumGetFloat8(spi_value(r, 3, &isnull));
+		int32		members;
+
+		in->fixed_load[i] += load;
+		if (bucket < 0 || bucket >= buckets)
+			continue;
+		members = (in->slot_count - bucket + buckets - 1) / buckets;
+		for (int32 s = bucket; s < in->slot_count; s += buckets)
+			in->slot_load[s] = Max(0, in->slot_load[s] - load / members);
+	}
+	for (int32 s = 0; s < in->slot_count; s++)
+	{
+		total_load += in->slot_load[s];
+		total_bytes += in->slot_bytes[s];
+	}
+	for (int32 i = 0; i < in->nshards; i++)
+	{
+		total_load += in->fixed_load[i];
+		total_bytes += in->fixed_bytes[i];
+	}
+	per_byte = total_load > 0 && total_bytes > 0 ? 1e-6 * total_load / total_bytes : 1;
+	for (int32 s = 0; s < in->slot_count; s++)
+		in->slot_load[s] += in->slot_bytes[s] * per_byte;
+	for (int32 i = 0; i < in->nshards; i++)
+		in->fixed_load[i] += in->fixed_bytes[i] * per_byte;
 }
 
 static void
@@ -311,17 +400,19 @@ chash_plan_rebalance(PG_FUNCTION_ARGS)
 	int32		nmoves;
 	planner_status status;
 	void	   *work;
+	bool		load_mode;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		return (Datum) 0;		/* no rows, as from STRICT */
 	directory = PG_GETARG_TEXT_PP(0);
 	strategy = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if (strcmp(strategy, "slots") != 0 && strcmp(strategy, "bytes") != 0)
+	if (strcmp(strategy, "slots") != 0 && strcmp(strategy, "bytes") != 0 &&
+		strcmp(strategy, "load") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unrecognized rebalance strategy \"%s\"", strategy),
-				 errhint("Valid strategies are \"slots\" and \"bytes\".")));
+				 errhint("Valid strategies are \"slots\", \"bytes\" and \"load\".")));
 	if (!PG_ARGISNULL(2))
 	{
 		max_moves = PG_GETARG_INT32(2);
@@ -333,7 +424,9 @@ chash_plan_rebalance(PG_FUNCTION_ARGS)
 					 errhint("Pass NULL for the whole plan.")));
 	}
 
-	read_directory(fcinfo, directory, &in);
+	load_mode = strcmp(strategy, "load") == 0;
+	memset(&in, 0, sizeof(in));
+	read_directory(fcinfo, directory, &in, load_mode);
 
 	moves = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(planner_move) * in.slot_count);
 	if (strcmp(strategy, "slots") == 0)
@@ -347,7 +440,9 @@ chash_plan_rebalance(PG_FUNCTION_ARGS)
 	{
 		work = MemoryContextAllocHuge(CurrentMemoryContext,
 									  planner_bytes_work_size(in.nshards, in.slot_count));
-		status = planner_plan_bytes(in.owners, in.slot_count, in.slot_bytes, in.fixed_bytes,
+		status = planner_plan_bytes(in.owners, in.slot_count,
+									load_mode ? in.slot_load : in.slot_bytes,
+									load_mode ? in.fixed_load : in.fixed_bytes,
 									in.shards, in.nshards, work, moves, &nmoves);
 	}
 	report_planner_status(status, directory);

@@ -28,6 +28,7 @@
 #include "utils/rel.h"
 
 #include "fence.h"
+#include "load_stats.h"
 #include "shard_failover.h"
 #include "shard_guard.h"
 
@@ -215,6 +216,7 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 						   route_quoted_shard(dir, route.owner), dir->version,
 						   chash_quote_len(target->shard, target->shard_len), target->shard),
 				 errhint("Route the tenant again (chash_route, or a fresh chash_directory_snapshot) and use the shard it names.")));
+	load_stats_count(dir->name, dir->name_len, route.slot, route.tenant, route.tenant_len, access);
 }
 
 void

@@ -201,7 +201,8 @@ SELECT m.directory,
        CASE WHEN m.subscription IS NULL THEN true
             ELSE coalesce(s.subenabled AND st.pid IS NOT NULL, false)
        END AS streaming,
-       @extschema@.chash_shard_refusal(m.directory) AS refusal
+       @extschema@.chash_shard_refusal(m.directory) AS refusal,
+       @extschema@.chash_stats_tracking() AS stats_tracked
 FROM @extschema@.chash_shard_member m
 LEFT JOIN @extschema@.chash_directory d ON d.name = m.directory
 LEFT JOIN pg_subscription s ON s.subname = m.subscription
@@ -220,4 +221,4 @@ CROSS JOIN LATERAL (
     FROM @extschema@.chash_table x WHERE x.directory = m.directory
 ) t;
 COMMENT ON VIEW @extschema@.chash_shard_status IS
-    'per joined directory: shard, subscription, replicated version, initial copy done, lag, registered tables present, missing and guarded here; the directory database''s identity as recorded, a divergence seen, whether the replica streams, and why the shard cannot vouch for it (refusal)';
+    'per joined directory: shard, subscription, replicated version, initial copy done, lag, registered tables present, missing and guarded here; the directory database''s identity as recorded, a divergence seen, whether the replica streams, and why the shard cannot vouch for it (refusal); whether load statistics are counted';

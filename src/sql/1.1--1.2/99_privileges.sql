@@ -51,7 +51,10 @@ DECLARE
         'chash_shard_join', 'chash_shard_leave', 'chash_shard_slot_name', 'chash_shard_wait_fence',
         'chash_guard_sync', 'chash_unguard', 'chash_statement_check_active',
         -- failover (docs/shards.md, "Failover")
-        'chash_shard_repoint', 'chash_directory_reconcile', 'chash_shard_refusal', 'chash_server_identity'];
+        'chash_shard_repoint', 'chash_directory_reconcile', 'chash_shard_refusal', 'chash_server_identity',
+        -- load statistics (docs/load.md)
+        'chash_slot_stats', 'chash_tenant_stats', 'chash_stats_reset', 'chash_stats_tracking',
+        'chash_collect', 'chash_suggest_pins', 'chash_shard_sizes'];
     -- internal helpers that documented functions (and the triggers of the
     -- directory tables) call with the caller's rights
     helpers CONSTANT text[] := ARRAY[

@@ -1,0 +1,181 @@
+/*
+ * remote.c - libpq from the backend: the directory database of a joining
+ * shard (shard_join.c), the shards a directory collects statistics from
+ * (load_collect.c)
+ *
+ * Every wait is on the latch and the socket, so statement_timeout and
+ * pg_cancel_backend stop it; a deadline bounds it too.  Messages name a
+ * server by host, port and database only: a conninfo may hold a password.
+ */
+#include "chash.h"
+
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
+
+#include "remote.h"
+
+char *
+remote_conninfo_display(const char *conninfo)
+{
+	static const char *const shown[] = {"host", "hostaddr", "port", "dbname"};
+	PQconninfoOption *opts;
+	StringInfoData buf;
+
+	opts = PQconninfoParse(conninfo, NULL);
+	if (opts == NULL)
+		return pstrdup("(invalid connection string)");
+	initStringInfo(&buf);
+	for (int k = 0; k < lengthof(shown); k++)
+	{
+		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		{
+			if (strcmp(o->keyword, shown[k]) != 0 || o->val == NULL || o->val[0] == '\0')
+				continue;
+			if (buf.len > 0)
+				appendStringInfoChar(&buf, ' ');
+			appendStringInfo(&buf, "%s=%s", o->keyword, o->val);
+		}
+	}
+	PQconninfoFree(opts);
+	if (buf.len == 0)
+		appendStringInfoString(&buf, "(defaults)");
+	return buf.data;
+}
+
+char *
+remote_message(PGconn *conn, PGresult *res)
+{
+	const char *msg = NULL;
+	char	   *copy;
+	int			len;
+
+	if (res)
+		msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	if (msg == NULL)
+		msg = PQerrorMessage(conn);
+	copy = pstrdup(msg ? msg : "");
+	len = strlen(copy);
+	while (len > 0 && (copy[len - 1] == '\n' || copy[len - 1] == ' '))
+		copy[--len] = '\0';
+	return copy;
+}
+
+/* Waits for the socket or the latch; false once the deadline has passed. */
+static bool
+wait_socket(PGconn *conn, int events, TimestampTz deadline)
+{
+	long		timeout = -1L;
+	int			rc;
+
+	if (deadline != 0)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (now >= deadline)
+			return false;
+		timeout = TimestampDifferenceMilliseconds(now, deadline);
+		events |= WL_TIMEOUT;
+	}
+	rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
+						   PQsocket(conn), timeout, PG_WAIT_EXTENSION);
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	return true;
+}
+
+PGconn *
+remote_connect(const char *conninfo, const char *what, TimestampTz deadline)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *vals[] = {conninfo, "chash", NULL};
+	PGconn	   *conn;
+	volatile PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+	volatile bool timed_out = false;
+
+	conn = PQconnectStartParams(keys, vals, true);
+	if (conn == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	if (PQstatus(conn) != CONNECTION_BAD)
+	{
+		PG_TRY();
+		{
+			while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
+			{
+				if (!wait_socket(conn, status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE,
+								 deadline))
+				{
+					timed_out = true;
+					break;
+				}
+				status = PQconnectPoll(conn);
+			}
+		}
+		PG_CATCH();
+		{
+			PQfinish(conn);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+	}
+	if (timed_out || PQstatus(conn) != CONNECTION_OK)
+	{
+		char	   *msg = timed_out ? pstrdup("The connection timed out.") : remote_message(conn, NULL);
+
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to %s \"%s\"", what, remote_conninfo_display(conninfo)),
+				 errdetail_internal("%s", msg)));
+	}
+	return conn;
+}
+
+PGresult *
+remote_exec(PGconn *conn, const char *query, int nparams, const char *const *params,
+			TimestampTz deadline)
+{
+	PGresult   *last = NULL;
+
+	if (!PQsendQueryParams(conn, query, nparams, NULL, params, NULL, NULL, 0))
+		return NULL;
+	for (;;)
+	{
+		PGresult   *res;
+
+		while (PQisBusy(conn))
+		{
+			if (!wait_socket(conn, WL_SOCKET_READABLE, deadline))
+			{
+				PGcancel   *cancel = PQgetCancel(conn);
+				char		errbuf[256];
+
+				/* the server stops too; the connection is the caller's to close */
+				if (cancel != NULL)
+				{
+					(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+					PQfreeCancel(cancel);
+				}
+				PQclear(last);
+				/* not 57014: a caller may catch this, never a user's cancel */
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("the remote server did not answer in time"),
+						 errdetail("Its query was cancelled.")));
+			}
+			if (!PQconsumeInput(conn))
+			{
+				PQclear(last);
+				return NULL;
+			}
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		PQclear(last);
+		last = res;
+	}
+	return last;
+}

@@ -1,0 +1,36 @@
+/*
+ * remote.h - libpq from the backend (remote.c): connections and queries
+ * that wait on the latch, so statement_timeout and pg_cancel_backend stop
+ * them, with an optional deadline
+ */
+#ifndef CHASH_REMOTE_H
+#define CHASH_REMOTE_H
+
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+#include "libpq-fe.h"
+
+/* "host=... port=... dbname=..." of a conninfo: never its password. */
+extern char *remote_conninfo_display(const char *conninfo);
+
+/* The server's error of a failed connection or result, one line. */
+extern char *remote_message(PGconn *conn, PGresult *res);
+
+/*
+ * Opens a connection (what names the server in messages: "the directory
+ * database"); ERROR 08001 when it fails or the deadline passes (0: none).
+ * The caller closes it (PQfinish), also on error: use PG_TRY.
+ */
+extern PGconn *remote_connect(const char *conninfo, const char *what, TimestampTz deadline);
+
+/*
+ * Runs a query with text parameters and returns its result (a failed
+ * query as it is: PQresultStatus tells; NULL when the connection broke).
+ * Past the deadline (0: none) the query is cancelled and 08006 raised.
+ */
+extern PGresult *remote_exec(PGconn *conn, const char *query, int nparams,
+							 const char *const *params, TimestampTz deadline);
+
+#endif
