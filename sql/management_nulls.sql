@@ -81,7 +81,7 @@ SELECT v.proname || '(' || v.name || ' => NULL)' AS call,
                          FROM valued o WHERE o.oid = v.oid AND NOT o.null_default))) AS outcome
   FROM valued v
  WHERE NOT v.null_default
- ORDER BY v.proname, v.ord;
+ ORDER BY v.proname, v.ord, v.oid::regprocedure::text;   -- overloads in signature order
 
 -- nothing changed, and the optional arguments really are optional
 SELECT count(*) AS directories FROM chash_directory;
