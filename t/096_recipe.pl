@@ -229,7 +229,7 @@ foreach my $name (qw(pg1 pg2 pg3))
 	run_ok($text, $name, 'the shard is ready for online moves');
 }
 $moved = run_ok($move_online, 'dir', 'chash_move --online moves the whale');
-like($moved, qr/step \d+: tenant\b.* pg3 -> pg1 online, 1 rows/, 'online, not blocking');
+like($moved, qr/step \d+: tenant\b.* pg3 -> pg1 online\b.*, 1 rows/, 'online, not blocking');
 unlike($moved, qr/blocking/, 'no step fell back to blocking');
 applied();
 is($node{pg1}->safe_psql('app', q{SELECT count(*) FROM accounts WHERE org_id = 'org-17'}),
