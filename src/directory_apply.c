@@ -278,6 +278,31 @@ migration_listed(List *migrations, int64 id)
 	return false;
 }
 
+/*
+ * Whether a step is in the sorted list of changed steps: a binary search,
+ * since a batch's version changes as many steps as there are in flight.
+ */
+static bool
+step_listed(List *steps, int64 migration, int32 step)
+{
+	int			lo = 0;
+	int			hi = list_length(steps) - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		const int64 *pair = list_nth(steps, mid);
+
+		if (pair[0] == migration && pair[1] == step)
+			return true;
+		if (pair[0] < migration || (pair[0] == migration && pair[1] < step))
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return false;
+}
+
 /* Steps in flight again: kept ones, plus the changed ones read anew. */
 static void
 apply_steps(DirectoryLoader *loader, ChangedKeys *keys)
@@ -324,15 +349,10 @@ apply_steps(DirectoryLoader *loader, ChangedKeys *keys)
 	{
 		const step_ref *r = &dir->step_index.refs[i];
 		bool		changed = !migration_listed(running, r->migration) ||
-			migration_listed(keys->migrations, r->migration);
+			migration_listed(keys->migrations, r->migration) ||
+			step_listed(keys->steps, r->migration, r->step);
 
-		foreach(lc, keys->steps)
-		{
-			int64	   *pair = lfirst(lc);
-
-			if (pair[0] == r->migration && pair[1] == r->step)
-				changed = true;
-		}
+		CHECK_FOR_INTERRUPTS();
 		if (changed)
 			continue;
 		refs[count] = *r;

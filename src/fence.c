@@ -41,6 +41,7 @@
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
@@ -50,7 +51,9 @@
 #include "fence.h"
 
 PG_FUNCTION_INFO_V1(chash_step_fence_barrier);
+PG_FUNCTION_INFO_V1(chash_steps_fence_barrier);
 PG_FUNCTION_INFO_V1(chash_shard_wait_fence);
+PG_FUNCTION_INFO_V1(chash_shard_wait_fence_steps);
 
 #define LOCKTAG_FIELD_SLOT		0xC401
 #define LOCKTAG_FIELD_TENANT	0xC402
@@ -168,6 +171,16 @@ fence_report_fenced(RouteDirectory *dir, TenantRoute *route)
 			 errhint("Retry the transaction; writes resume when the step completes.")));
 }
 
+/* Only who may fence may hold writers up. */
+static void
+check_may_fence(void)
+{
+	const DirectoryCatalog *catalog = directory_catalog_open();
+
+	if (pg_class_aclcheck(catalog->tables[T_STEP], GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, directory_table_names[T_STEP]);
+}
+
 /*
  * chash_step_fence_barrier(directory text, slot int, tenant text): called
  * by chash_step_fence after it set the step fenced.  Waits for the writers
@@ -178,7 +191,6 @@ Datum
 chash_step_fence_barrier(PG_FUNCTION_ARGS)
 {
 	text	   *dir;
-	const DirectoryCatalog *catalog;
 	LOCKTAG		tag;
 
 	if (PG_ARGISNULL(0))
@@ -191,10 +203,7 @@ chash_step_fence_barrier(PG_FUNCTION_ARGS)
 				 errmsg("a fence is of a slot or of a tenant"),
 				 errdetail("Give exactly one of slot and tenant.")));
 	dir = PG_GETARG_TEXT_PP(0);
-	/* only who may fence may hold writers up */
-	catalog = directory_catalog_open();
-	if (pg_class_aclcheck(catalog->tables[T_STEP], GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, directory_table_names[T_STEP]);
+	check_may_fence();
 
 	if (!PG_ARGISNULL(1))
 		slot_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir), PG_GETARG_INT32(1));
@@ -212,86 +221,151 @@ chash_step_fence_barrier(PG_FUNCTION_ARGS)
 }
 
 /*
- * chash_shard_wait_fence(directory text, migration bigint, step int), on
- * the step's source shard: waits until the replica here shows the step
- * fenced (or done), then for every transaction the guard admitted for its
- * slot or tenant before that.  Writers that come later read the fenced
- * state and are refused, so new ones need not be held up.
+ * chash_steps_fence_barrier(directory text, slots int[], tenants text[]):
+ * the barrier of a batch (chash_steps_fence), over every slot and tenant
+ * it gives: one lock per element, held until the transaction ends, which
+ * is why a batch is bounded (chash_steps_claim).  A NULL array is empty.
  */
 Datum
-chash_shard_wait_fence(PG_FUNCTION_ARGS)
+chash_steps_fence_barrier(PG_FUNCTION_ARGS)
 {
 	text	   *dir;
-	int64		migration;
-	int32		step;
+	const char *d;
+	size_t		dlen;
+	LOCKTAG		tag;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("directory must not be null")));
+	dir = PG_GETARG_TEXT_PP(0);
+	d = VARDATA_ANY(dir);
+	dlen = VARSIZE_ANY_EXHDR(dir);
+	check_may_fence();
+	for (int a = 1; a <= 2; a++)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+
+		if (PG_ARGISNULL(a))
+			continue;
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(a), a == 1 ? INT4OID : TEXTOID,
+						  a == 1 ? 4 : -1, a == 1, TYPALIGN_INT,
+						  &elems, &nulls, &n);
+		for (int i = 0; i < n; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (nulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("%s must not contain nulls", a == 1 ? "slots" : "tenants")));
+			if (a == 1)
+				slot_tag(&tag, d, dlen, DatumGetInt32(elems[i]));
+			else
+			{
+				text	   *t = DatumGetTextPP(elems[i]);
+
+				tenant_tag(&tag, d, dlen, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+			}
+			(void) LockAcquire(&tag, ExclusiveLock, false, false);
+		}
+	}
+	directory_tag(&tag, d, dlen);
+	(void) LockAcquire(&tag, RowExclusiveLock, false, false);
+	PG_RETURN_VOID();
+}
+
+/*
+ * On a batch's source shard: waits until the replica here shows every step
+ * fenced (or done), then for every transaction the guard admitted for
+ * their slots or tenants before that.  Writers that come later read the
+ * fenced state and are refused, so new ones need not be held up.  One
+ * query per poll and one wait over all the tags, whatever the batch's size.
+ */
+static void
+wait_fence_steps(text *dir, int64 migration, ArrayType *steps)
+{
 	int			level;
 	SPIPlanPtr	plan;
-	Oid			types[3] = {INT8OID, INT4OID, TEXTOID};
+	Oid			types[3] = {INT8OID, INT4ARRAYOID, TEXTOID};
 	Datum		values[3];
-	bool		isnull;
-	bool		is_slot = false;
-	int32		slot = 0;
-	text	   *tenant = NULL;
+	List	   *tags = NIL;
 	LOCKTAG		tag;
 	MemoryContext outer = CurrentMemoryContext;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+	if (array_contains_nulls(steps))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null",
-						PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "step")));
-	dir = PG_GETARG_TEXT_PP(0);
-	migration = PG_GETARG_INT64(1);
-	step = PG_GETARG_INT32(2);
-
+				 errmsg("steps must not contain nulls")));
 	level = chash_pin_search_path();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	plan = SPI_prepare(psprintf("SELECT s.state, s.slot, s.tenant "
-								"FROM %1$s.chash_migration_step s JOIN %1$s.chash_migration m ON m.id = s.migration "
-								"WHERE s.migration = $1 AND s.step = $2 AND m.directory = $3",
+	/* every step asked for, whether its row is here yet or not */
+	plan = SPI_prepare(psprintf("SELECT x.step, s.state, s.slot, s.tenant "
+								"FROM (SELECT DISTINCT x AS step FROM pg_catalog.unnest($2) x) x "
+								"LEFT JOIN (%1$s.chash_migration_step s JOIN %1$s.chash_migration m "
+								"           ON m.id = s.migration AND m.directory = $3) "
+								"  ON s.migration = $1 AND s.step = x.step "
+								"ORDER BY x.step",
 								directory_schema_quoted()), 3, types);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	values[0] = Int64GetDatum(migration);
-	values[1] = Int32GetDatum(step);
+	values[1] = PointerGetDatum(steps);
 	values[2] = PointerGetDatum(dir);
 	for (;;)
 	{
-		char	   *state = NULL;
+		bool		all_fenced = true;
 
 		/* the latest state applied here, not this transaction's snapshot */
 		if (SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(), InvalidSnapshot,
-								 true, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read step %d of migration " INT64_FORMAT, step, migration);
-		if (SPI_processed == 1)
+								 true, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the steps of migration " INT64_FORMAT, migration);
+		for (uint64 i = 0; i < SPI_processed && all_fenced; i++)
 		{
-			HeapTuple	tuple = SPI_tuptable->vals[0];
+			HeapTuple	tuple = SPI_tuptable->vals[i];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			int32		step = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+			char	   *state = SPI_getvalue(tuple, desc, 2);
 
-			state = SPI_getvalue(tuple, desc, 1);
-			slot = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-			is_slot = !isnull;
-			if (!is_slot)
-			{
-				MemoryContext spi = MemoryContextSwitchTo(outer);
-
-				tenant = DatumGetTextPCopy(SPI_getbinval(tuple, desc, 3, &isnull));
-				MemoryContextSwitchTo(spi);
-			}
+			if (state != NULL && strcmp(state, "cancelled") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("step %d of migration " INT64_FORMAT " was cancelled", step, migration)));
+			all_fenced = state != NULL && (strcmp(state, "fenced") == 0 || strcmp(state, "done") == 0);
 		}
-		SPI_freetuptable(SPI_tuptable);
-		if (state != NULL && (strcmp(state, "fenced") == 0 || strcmp(state, "done") == 0))
+		if (all_fenced)
 			break;
-		if (state != NULL && strcmp(state, "cancelled") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("step %d of migration " INT64_FORMAT " was cancelled", step, migration)));
+		SPI_freetuptable(SPI_tuptable);
 		/* not replicated yet, or not fenced yet: wait for the apply */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 WAIT_FENCE_POLL_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+	}
+	/* the tags of the steps' slots and tenants, outside SPI's memory */
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		slot = SPI_getbinval(tuple, desc, 3, &isnull);
+		MemoryContext spi = MemoryContextSwitchTo(outer);
+		LOCKTAG    *t = palloc(sizeof(LOCKTAG));
+
+		if (!isnull)
+			slot_tag(t, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir), DatumGetInt32(slot));
+		else
+		{
+			text	   *tenant = DatumGetTextPP(SPI_getbinval(tuple, desc, 4, &isnull));
+
+			tenant_tag(t, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir),
+					   VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
+		}
+		tags = lappend(tags, t);
+		MemoryContextSwitchTo(spi);
 	}
 	SPI_finish();
 	AtEOXact_GUC(true, level);
@@ -305,14 +379,42 @@ chash_shard_wait_fence(PG_FUNCTION_ARGS)
 	 */
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, directory_catalog_open()->tables[T_STEP]);
 	WaitForLockers(tag, ShareLock, false);
-
-	if (is_slot)
-		slot_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir), slot);
-	else
-		tenant_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir),
-				   VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant));
-	WaitForLockers(tag, ExclusiveLock, false);
+	if (tags != NIL)
+		WaitForLockersMultiple(tags, ExclusiveLock, false);
 	directory_tag(&tag, VARDATA_ANY(dir), VARSIZE_ANY_EXHDR(dir));
 	WaitForLockers(tag, RowExclusiveLock, false);
+}
+
+/* chash_shard_wait_fence(directory text, migration bigint, step int): a batch of one */
+Datum
+chash_shard_wait_fence(PG_FUNCTION_ARGS)
+{
+	Datum		step;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null",
+						PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "step")));
+	step = PG_GETARG_DATUM(2);
+	wait_fence_steps(PG_GETARG_TEXT_PP(0), PG_GETARG_INT64(1),
+					 construct_array(&step, 1, INT4OID, 4, true, TYPALIGN_INT));
+	PG_RETURN_VOID();
+}
+
+/* chash_shard_wait_fence(directory text, migration bigint, steps int[]) */
+Datum
+chash_shard_wait_fence_steps(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null",
+						PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "steps")));
+	if (ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(2)), ARR_DIMS(PG_GETARG_ARRAYTYPE_P(2))) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("steps must not be empty")));
+	wait_fence_steps(PG_GETARG_TEXT_PP(0), PG_GETARG_INT64(1), PG_GETARG_ARRAYTYPE_P(2));
 	PG_RETURN_VOID();
 }

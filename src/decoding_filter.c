@@ -1,0 +1,526 @@
+/*
+ * decoding_filter.c - chash as a logical decoding output plugin: pgoutput's
+ * stream with only the rows of a batch's slots or tenants (docs/shards.md,
+ * "Online moves of every slot method")
+ *
+ * A logical slot created with plugin 'chash' (this library) decodes with
+ * pgoutput's callbacks, so a subscription reads it like any pgoutput slot,
+ * but its changes pass through a filter first: a row passes when its
+ * tenant is one of the filter's tenants, or its slot (computed as
+ * chash_tenant_slot does, for the directory's slot count, method and key
+ * type) is one of the filter's slots and the tenant is not pinned
+ * elsewhere.  Subscriptions send only pgoutput's options, so the filter is
+ * found on the server: the row of chash_decoding_filter named like the
+ * slot, a user catalog table read under decoding's historic snapshot
+ * (registered before the slot is created, so every change decoded sees it).
+ *
+ * An UPDATE whose tenant enters the filter becomes an INSERT of the new
+ * row, one whose tenant leaves it a DELETE of the old row: the target ends
+ * with exactly the filtered rows.  TRUNCATE never passes (it would empty
+ * the target's other tenants too).
+ */
+#include "chash.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_extension.h"
+#include "miscadmin.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "replication/logical.h"
+#include "replication/output_plugin.h"
+#include "replication/reorderbuffer.h"
+#include "replication/slot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/uuid.h"
+
+#include "directory.h"
+#include "tenant_slot.h"
+
+#define FILTER_TABLE "chash_decoding_filter"
+
+/* chash_decoding_filter's columns */
+enum
+{
+	F_SLOT_NAME = 1,
+	F_DIRECTORY,
+	F_SLOT_COUNT,
+	F_SLOT_METHOD,
+	F_KEY_TYPE,
+	F_SLOTS,
+	F_TENANTS,
+	F_EXCEPT,
+	F_TABLES,
+	F_TENANT_COLUMNS,
+	F_NCOLUMNS = F_TENANT_COLUMNS
+};
+
+typedef struct FilterTable
+{
+	Oid			relid;			/* a registered table */
+	char	   *tenant_column;
+} FilterTable;
+
+/* The tenant column of a relation that changes (a registered table or a partition of one). */
+typedef struct FilterRelation
+{
+	Oid			relid;
+	AttrNumber	attnum;			/* 0: not a registered table, nothing passes */
+	bool		is_text;
+	FmgrInfo	output;
+} FilterRelation;
+
+typedef struct Filter
+{
+	NameData	slot_name;
+	char	   *directory;
+	int32		slot_count;
+	slot_method method;
+	key_type	ktype;
+	bool	   *slots;			/* slot_count entries */
+	char	  **tenants;		/* sorted canonical texts */
+	int			ntenants;
+	char	  **except;			/* pinned tenants of the slots: sorted */
+	int			nexcept;
+	FilterTable *tables;
+	int			ntables;
+	FilterRelation *relations;
+	int			nrelations;
+} Filter;
+
+static LogicalDecodeStartupCB pgoutput_startup;
+static LogicalDecodeChangeCB pgoutput_change;
+static LogicalDecodeStreamChangeCB pgoutput_stream_change;
+
+static MemoryContext filter_context = NULL;
+static Filter *filter = NULL;
+
+extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
+
+static int
+compare_strings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static bool
+string_listed(char **list, int n, const char *s)
+{
+	return n > 0 && bsearch(&s, list, n, sizeof(char *), compare_strings) != NULL;
+}
+
+/* A text[] column as a sorted array of C strings. */
+static char **
+sorted_texts(Datum array, int *n)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	char	  **out;
+	int			count = 0;
+
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, n);
+	out = palloc(sizeof(char *) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		if (!nulls[i])
+			out[count++] = TextDatumGetCString(elems[i]);
+	*n = count;
+	qsort(out, count, sizeof(char *), compare_strings);
+	return out;
+}
+
+static Datum
+required_column(HeapTuple tuple, TupleDesc desc, int attnum, const char *what)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
+
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the decoding filter of slot \"%s\" has no %s",
+						NameStr(MyReplicationSlot->data.name), what)));
+	return d;
+}
+
+/* The schema of extension chash (get_extension_schema is not exported in 15). */
+static Oid
+chash_schema(void)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			schema = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("chash"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return schema;
+}
+
+/*
+ * The filter of this slot, read from chash_decoding_filter under the
+ * historic snapshot (decoding sets it as the catalog snapshot).
+ */
+static Filter *
+filter_load(void)
+{
+	const char *slot_name = NameStr(MyReplicationSlot->data.name);
+	Oid			schema = chash_schema();
+	Oid			relid = OidIsValid(schema) ? get_relname_relid(FILTER_TABLE, schema) : InvalidOid;
+	Relation	rel;
+	TupleDesc	desc;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tuple;
+	Filter	   *f;
+	MemoryContext old;
+	Datum		d;
+	bool		isnull;
+	char	   *name;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("extension \"chash\" is not installed in database \"%s\"",
+						get_database_name(MyDatabaseId)),
+				 errdetail("Logical slot \"%s\" decodes with plugin \"chash\", which needs its decoding filter.",
+						   slot_name)));
+	if (filter_context == NULL)
+		filter_context = AllocSetContextCreate(TopMemoryContext, "chash decoding filter",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContextReset(filter_context);
+	old = MemoryContextSwitchTo(filter_context);
+
+	rel = table_open(relid, AccessShareLock);
+	desc = RelationGetDescr(rel);
+	if (desc->natts < F_NCOLUMNS)
+		elog(ERROR, "table \"%s\" has %d columns, expected %d", FILTER_TABLE, desc->natts, F_NCOLUMNS);
+	ScanKeyInit(&key, F_SLOT_NAME, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(slot_name));
+	key.sk_collation = C_COLLATION_OID;
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("logical slot \"%s\" has no decoding filter", slot_name),
+				 errdetail("Plugin \"chash\" passes only the rows of the filter registered under the slot's name."),
+				 errhint("Register it with chash_decoding_filter_create() before creating the slot.")));
+
+	f = palloc0(sizeof(Filter));
+	namestrcpy(&f->slot_name, slot_name);
+	f->directory = TextDatumGetCString(required_column(tuple, desc, F_DIRECTORY, "directory"));
+	f->slot_count = DatumGetInt32(required_column(tuple, desc, F_SLOT_COUNT, "slot count"));
+	name = TextDatumGetCString(required_column(tuple, desc, F_SLOT_METHOD, "slot method"));
+	if (f->slot_count < 1 || f->slot_count > DIRECTORY_MAX_SLOTS ||
+		slot_method_parse(name, strlen(name), &f->method) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the decoding filter of slot \"%s\" has an invalid layout", slot_name),
+				 errdetail("Slot count %d, slot method \"%s\".", f->slot_count, name)));
+	name = TextDatumGetCString(required_column(tuple, desc, F_KEY_TYPE, "key type"));
+	if (key_type_parse(name, strlen(name), &f->ktype) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the decoding filter of slot \"%s\" has an invalid key type \"%s\"", slot_name, name)));
+
+	f->slots = palloc0(sizeof(bool) * f->slot_count);
+	d = heap_getattr(tuple, F_SLOTS, desc, &isnull);
+	if (!isnull)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(d), INT4OID, 4, true, TYPALIGN_INT, &elems, &nulls, &n);
+		for (int i = 0; i < n; i++)
+		{
+			int32		s = DatumGetInt32(elems[i]);
+
+			if (!nulls[i] && s >= 0 && s < f->slot_count)
+				f->slots[s] = true;
+		}
+	}
+	d = heap_getattr(tuple, F_TENANTS, desc, &isnull);
+	if (!isnull)
+		f->tenants = sorted_texts(d, &f->ntenants);
+	d = heap_getattr(tuple, F_EXCEPT, desc, &isnull);
+	if (!isnull)
+		f->except = sorted_texts(d, &f->nexcept);
+	{
+		Datum	   *rels;
+		Datum	   *cols;
+		bool	   *nulls;
+		int			nrels;
+		int			ncols;
+
+		deconstruct_array(DatumGetArrayTypeP(required_column(tuple, desc, F_TABLES, "tables")),
+						  OIDOID, sizeof(Oid), true, TYPALIGN_INT, &rels, &nulls, &nrels);
+		deconstruct_array(DatumGetArrayTypeP(required_column(tuple, desc, F_TENANT_COLUMNS, "tenant columns")),
+						  TEXTOID, -1, false, TYPALIGN_INT, &cols, &nulls, &ncols);
+		if (nrels != ncols)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the decoding filter of slot \"%s\" has %d tables and %d tenant columns",
+							slot_name, nrels, ncols)));
+		f->tables = palloc(sizeof(FilterTable) * Max(nrels, 1));
+		for (int i = 0; i < nrels; i++)
+		{
+			f->tables[i].relid = DatumGetObjectId(rels[i]);
+			f->tables[i].tenant_column = TextDatumGetCString(cols[i]);
+		}
+		f->ntables = nrels;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	MemoryContextSwitchTo(old);
+	return f;
+}
+
+/* The registered table a relation belongs to (itself or an ancestor). */
+static FilterTable *
+registered_table(Filter *f, Oid relid, bool is_partition)
+{
+	List	   *ancestors;
+	ListCell   *lc;
+
+	for (int i = 0; i < f->ntables; i++)
+		if (f->tables[i].relid == relid)
+			return &f->tables[i];
+	if (!is_partition)
+		return NULL;
+	ancestors = get_partition_ancestors(relid);
+	foreach(lc, ancestors)
+		for (int i = 0; i < f->ntables; i++)
+			if (f->tables[i].relid == lfirst_oid(lc))
+				return &f->tables[i];
+	return NULL;
+}
+
+static FilterRelation *
+filter_relation(Filter *f, Relation relation)
+{
+	Oid			relid = RelationGetRelid(relation);
+	FilterRelation *r;
+	FilterTable *t;
+	MemoryContext old;
+
+	for (int i = 0; i < f->nrelations; i++)
+		if (f->relations[i].relid == relid)
+			return &f->relations[i];
+	old = MemoryContextSwitchTo(filter_context);
+	f->relations = f->nrelations == 0 ? palloc(sizeof(FilterRelation)) :
+		repalloc(f->relations, sizeof(FilterRelation) * (f->nrelations + 1));
+	r = &f->relations[f->nrelations++];
+	memset(r, 0, sizeof(*r));
+	r->relid = relid;
+	t = registered_table(f, relid, relation->rd_rel->relispartition);
+	if (t != NULL)
+	{
+		r->attnum = get_attnum(relid, t->tenant_column);
+		if (r->attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("tenant column \"%s\" of table \"%s\" does not exist",
+							t->tenant_column, RelationGetRelationName(relation))));
+		else
+		{
+			Oid			typid = get_atttype(relid, r->attnum);
+			Oid			output;
+			bool		varlena;
+
+			r->is_text = typid == TEXTOID || typid == VARCHAROID;
+			getTypeOutputInfo(typid, &output, &varlena);
+			fmgr_info_cxt(output, &r->output, filter_context);
+		}
+	}
+	MemoryContextSwitchTo(old);
+	return r;
+}
+
+/* Whether a row's tenant is in the filter; a NULL or invalid one is not. */
+static bool
+row_passes(Filter *f, FilterRelation *r, Relation relation, ReorderBufferTupleBuf *buf)
+{
+	bool		isnull;
+	Datum		value;
+	const char *s;
+	size_t		len;
+	char		canonical[CANONICAL_UUID_LEN + 1];
+	Datum		typed;
+	Oid			typid;
+	int64		i8;
+	pg_uuid_t	uuid;
+	char	   *c;
+	bool		in;
+
+	if (r->attnum == 0 || buf == NULL)
+		return false;
+	value = heap_getattr(&buf->tuple, r->attnum, RelationGetDescr(relation), &isnull);
+	if (isnull)
+		return false;
+	if (r->is_text)
+	{
+		text	   *t = DatumGetTextPP(value);
+
+		s = VARDATA_ANY(t);
+		len = VARSIZE_ANY_EXHDR(t);
+	}
+	else
+	{
+		s = OutputFunctionCall(&r->output, value);
+		len = strlen(s);
+	}
+	/* the canonical text (and, for 'pg_hash', the typed value) of the key type */
+	switch (f->ktype)
+	{
+		case KEY_TYPE_BIGINT:
+			if (bigint_tenant_parse(s, len, &i8) != TENANT_OK)
+				return false;
+			len = bigint_tenant_format(i8, canonical);
+			s = canonical;
+			typid = INT8OID;
+			typed = Int64GetDatum(i8);
+			break;
+		case KEY_TYPE_UUID:
+			if (uuid_tenant_parse(s, len, uuid.data) != TENANT_OK)
+				return false;
+			uuid_tenant_format(uuid.data, canonical);
+			len = CANONICAL_UUID_LEN;
+			s = canonical;
+			typid = UUIDOID;
+			typed = UUIDPGetDatum(&uuid);
+			break;
+		default:
+			typid = TEXTOID;
+			typed = f->method == SLOT_METHOD_PG_HASH ?
+				PointerGetDatum(cstring_to_text_with_len(s, len)) : (Datum) 0;
+			break;
+	}
+	c = pnstrdup(s, len);
+	if (string_listed(f->tenants, f->ntenants, c))
+		in = true;
+	else
+		in = f->slots[tenant_slot_of(f->method, f->slot_count, typid, typed, s, len, NULL)] &&
+			!string_listed(f->except, f->nexcept, c);
+	pfree(c);
+	return in;
+}
+
+/*
+ * The change as the filter lets it through: NULL to drop it, else the
+ * change itself or, for an UPDATE whose tenant enters or leaves the
+ * filter, an INSERT of the new row or a DELETE of the old one in *copy.
+ */
+static ReorderBufferChange *
+filter_change(Relation relation, ReorderBufferChange *change, ReorderBufferChange *copy)
+{
+	FilterRelation *r;
+	bool		old_in;
+	bool		new_in;
+
+	if (filter == NULL || strcmp(NameStr(filter->slot_name), NameStr(MyReplicationSlot->data.name)) != 0)
+		filter = filter_load();
+	r = filter_relation(filter, relation);
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			return row_passes(filter, r, relation, change->data.tp.newtuple) ? change : NULL;
+		case REORDER_BUFFER_CHANGE_DELETE:
+			return row_passes(filter, r, relation, change->data.tp.oldtuple) ? change : NULL;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			new_in = row_passes(filter, r, relation, change->data.tp.newtuple);
+			/* no old key: the key, and with it the tenant column, did not change */
+			old_in = change->data.tp.oldtuple == NULL ? new_in :
+				row_passes(filter, r, relation, change->data.tp.oldtuple);
+			if (old_in == new_in)
+				return new_in ? change : NULL;
+			*copy = *change;
+			if (new_in)
+			{
+				copy->action = REORDER_BUFFER_CHANGE_INSERT;
+				copy->data.tp.oldtuple = NULL;
+			}
+			else
+			{
+				copy->action = REORDER_BUFFER_CHANGE_DELETE;
+				copy->data.tp.newtuple = NULL;
+			}
+			return copy;
+		default:
+			return change;
+	}
+}
+
+/* A decoding session reads the filter anew (it may have been registered again). */
+static void
+chash_decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
+{
+	filter = NULL;
+	pgoutput_startup(ctx, opt, is_init);
+}
+
+static void
+chash_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation relation,
+					ReorderBufferChange *change)
+{
+	ReorderBufferChange copy;
+	ReorderBufferChange *passed = filter_change(relation, change, &copy);
+
+	if (passed != NULL)
+		pgoutput_change(ctx, txn, relation, passed);
+}
+
+static void
+chash_decode_stream_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation relation,
+						   ReorderBufferChange *change)
+{
+	ReorderBufferChange copy;
+	ReorderBufferChange *passed = filter_change(relation, change, &copy);
+
+	if (passed != NULL)
+		pgoutput_stream_change(ctx, txn, relation, passed);
+}
+
+/* TRUNCATE empties a table for every tenant: never passed on. */
+static void
+chash_decode_truncate(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, int nrelations,
+					  Relation relations[], ReorderBufferChange *change)
+{
+}
+
+void
+_PG_output_plugin_init(OutputPluginCallbacks *cb)
+{
+	LogicalOutputPluginInit pgoutput_init = (LogicalOutputPluginInit)
+		load_external_function("pgoutput", "_PG_output_plugin_init", true, NULL);
+
+	pgoutput_init(cb);
+	pgoutput_startup = cb->startup_cb;
+	pgoutput_change = cb->change_cb;
+	pgoutput_stream_change = cb->stream_change_cb;
+	cb->startup_cb = chash_decode_startup;
+	cb->change_cb = chash_decode_change;
+	cb->truncate_cb = chash_decode_truncate;
+	if (cb->stream_change_cb != NULL)
+		cb->stream_change_cb = chash_decode_stream_change;
+	if (cb->stream_truncate_cb != NULL)
+		cb->stream_truncate_cb = chash_decode_truncate;
+}
