@@ -9,7 +9,7 @@
 
 #include "chash_move.h"
 
-MoveOptions options = {0, NULL, 1, -1, 1000, 100000, 0, 30, false, false, NULL};
+MoveOptions options = {0, NULL, 1, -1, 1000000, 50000, 0, 30, false, false, NULL};
 
 static void
 usage(void)
@@ -22,8 +22,9 @@ usage(void)
 	printf("  -d, --directory=NAME    move the running migration of directory NAME\n");
 	printf("  -j, --jobs=N            move N batches at once (default: 1)\n");
 	printf("  -n, --max-steps=N       stop after N steps\n");
-	printf("      --batch-steps=N     claim at most N steps in one batch (default: 1000)\n");
-	printf("      --batch-rows=N      aim at N rows a batch, 0 for no bound (default: 100000)\n");
+	printf("      --batch-steps=N     claim at most N steps in one batch (default: as many\n"
+		   "                          as chash_steps_max() allows)\n");
+	printf("      --batch-rows=N      aim at N rows a batch, 0 for no bound (default: 50000)\n");
 	printf("      --batch-bytes=N     at most N bytes a batch, as far as chash_tenant_size\n"
 		   "                          knows the tenants (default: no bound)\n");
 	printf("      --lease=SECONDS     how long a step stays held without renewal (default: 30)\n");
