@@ -678,7 +678,9 @@ move_batch(Server *dir, Batch *b, long long *moved)
 				t_fence = 0,	/* writes refused from here */
 				t_copy0 = 0,
 				t_copy = 0,
-				t_done = 0;		/* to here */
+				t_done = 0,		/* to here */
+				t_start = now_seconds(),
+				t_delete = 0;	/* the source's delete from here */
 	StepOutcome outcome = STEP_RETRY;
 
 	*moved = 0;
@@ -852,6 +854,7 @@ move_batch(Server *dir, Batch *b, long long *moved)
 		goto retry;
 	if (!lease_lock(dir, b, "{done}"))
 		goto retry;
+	t_delete = now_seconds();
 	if (delete_rows(src, tables, ntables, &target) < 0 || !lease_call(dir, "finish", b, NULL)
 		|| !lease_unlock(dir, true))
 	{
@@ -878,10 +881,16 @@ move_batch(Server *dir, Batch *b, long long *moved)
 				   rows, t_stream, t_copy - t_copy0, t_done - t_fence);
 			free(name);
 		}
-		else if (t_fence > 0)
+		else if (t_fence > 0 && one)
 			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
 				   which, what, b->from_shard, b->to_shard,
 				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence);
+		else if (t_fence > 0)
+			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s; "
+				   "checks %.3f s, delete on the source %.3f s, the batch %.3f s",
+				   which, what, b->from_shard, b->to_shard,
+				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence,
+				   t_fence - t_start, now_seconds() - t_delete, now_seconds() - t_start);
 		else
 			report("info", "%s: %s: deleted the moved rows on shard \"%s\"", which, what, b->from_shard);
 		free(what);
