@@ -23,6 +23,9 @@ typedef struct MoveOptions
 	const char *directory;		/* NULL: not given */
 	int			jobs;
 	long long	max_steps;		/* -1: no limit */
+	int			batch_steps;	/* the most steps one batch claims */
+	long long	batch_rows;		/* the rows a batch aims at (0: no bound) */
+	long long	batch_bytes;	/* the bytes a batch aims at (0: no bound) */
 	int			lease_seconds;
 	bool		verbose;
 	bool		online;			/* --online: copy by logical replication */
@@ -81,8 +84,11 @@ extern volatile bool config_error;	/* a shard cannot be used as configured */
 /* ---- tables.c: registered tables and the rows of a step ---- */
 typedef struct StepTarget
 {
-	int			slot;			/* -1 for a tenant step */
-	const char *tenant;
+	int			slot;			/* -1 for tenant steps; a batch's first slot */
+	const char *tenant;			/* a batch's first tenant */
+	int			nsteps;			/* > 1: a batch, its slots or tenants below */
+	const char *slots;			/* the batch's slots, an int[] literal */
+	const char *tenants;		/* the batch's tenants, a text[] literal */
 } StepTarget;
 
 typedef struct OwnedSequence
@@ -110,16 +116,25 @@ extern char *table_columns(Server *server, const TableInfo *table);
 extern void check_slot_index(Server *server, const TableInfo *table);
 
 /* ---- lease.c ---- */
-typedef struct ClaimedStep
+/*
+ * A batch: steps of one shard pair, all slot steps or all tenant steps,
+ * in one state and progress (a claim, or a takeover of what a dead mover
+ * left in one place).  The single step is the batch of one.
+ */
+typedef struct Batch
 {
-	int			step;
-	int			slot;			/* -1: a tenant step */
-	char	   *tenant;
+	int			nsteps;
+	int		   *steps;			/* in step order */
+	int		   *slots;			/* -1: a tenant step */
+	char	  **tenants;
+	char	   *step_list;		/* "{3,4,5}" */
+	char	   *slot_list;		/* "{17,18}" or NULL */
+	char	   *tenant_list;	/* a text[] literal or NULL */
 	char	   *from_shard;
 	char	   *to_shard;
 	char	   *state;
 	char	   *progress;
-} ClaimedStep;
+} Batch;
 
 typedef enum ClaimResult
 {
@@ -130,14 +145,14 @@ typedef enum ClaimResult
 	CLAIM_ERROR
 } ClaimResult;
 
-extern ClaimResult lease_claim(Server *dir, ClaimedStep *step);
-extern bool lease_call(Server *dir, const char *function, int step, const char *extra);
-extern bool lease_record(Server *dir, int step, const char *progress, long long rows, long long bytes);
+extern ClaimResult lease_claim(Server *dir, Batch *batch, int max_steps);
+extern bool lease_call(Server *dir, const char *function, const Batch *batch, const char *extra);
+extern bool lease_record(Server *dir, const Batch *batch, const char *progress, long long rows, long long bytes);
 extern void *lease_keeper(void *arg);
 extern void lease_totals(Server *dir);
-extern void lease_hold(int step);
-extern void lease_unhold(int step);
-extern void claimed_step_free(ClaimedStep *step);
+extern void lease_hold(const Batch *batch);
+extern void lease_unhold(const Batch *batch);
+extern void batch_free(Batch *batch);
 
 /* ---- step.c ---- */
 typedef enum StepOutcome
@@ -148,7 +163,7 @@ typedef enum StepOutcome
 	STEP_FAILED					/* verification failed: released */
 } StepOutcome;
 
-extern StepOutcome move_step(Server *dir, ClaimedStep *step);
+extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
 extern char *online_name(int step);
@@ -159,6 +174,7 @@ extern bool online_streaming(Server *tgt, int step, int ntables);
 extern bool online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
 extern bool online_wait_applied(Server *src, int step);
 extern bool online_drop(Server *src, Server *tgt, int step);
+extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 
 /* ---- progress.c ---- */
 typedef struct Counters

@@ -15,44 +15,52 @@
 
 /* the steps this process works on: the keeper renews exactly these */
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
-static int	held[64];
+static int *held;
 static int	nheld;
+static int	held_size;
 
 void
-lease_hold(int step)
+lease_hold(const Batch *batch)
 {
 	pthread_mutex_lock(&held_lock);
-	if (nheld < 64)
-		held[nheld++] = step;
+	if (nheld + batch->nsteps > held_size)
+	{
+		held_size = 2 * (nheld + batch->nsteps);
+		held = realloc(held, held_size * sizeof(int));
+	}
+	for (int i = 0; i < batch->nsteps; i++)
+		held[nheld++] = batch->steps[i];
 	pthread_mutex_unlock(&held_lock);
 }
 
 void
-lease_unhold(int step)
+lease_unhold(const Batch *batch)
 {
 	pthread_mutex_lock(&held_lock);
-	for (int i = 0; i < nheld; i++)
-		if (held[i] == step)
-		{
-			held[i] = held[--nheld];
-			break;
-		}
+	for (int j = 0; j < batch->nsteps; j++)
+		for (int i = 0; i < nheld; i++)
+			if (held[i] == batch->steps[j])
+			{
+				held[i] = held[--nheld];
+				break;
+			}
 	pthread_mutex_unlock(&held_lock);
 }
 
 static char *
 held_array(void)
 {
-	char		buf[64 * 12 + 3];
-	char	   *p = buf;
+	char	   *buf;
+	char	   *p;
 
 	pthread_mutex_lock(&held_lock);
+	buf = p = malloc(nheld * 12 + 3);
 	p += sprintf(p, "{");
 	for (int i = 0; i < nheld; i++)
 		p += sprintf(p, "%s%d", i ? "," : "", held[i]);
 	sprintf(p, "}");
 	pthread_mutex_unlock(&held_lock);
-	return format_text("%s", buf);
+	return buf;
 }
 
 static char *
@@ -68,41 +76,109 @@ lease_interval(void)
 }
 
 void
-claimed_step_free(ClaimedStep *step)
+batch_free(Batch *batch)
 {
-	free(step->tenant);
-	free(step->from_shard);
-	free(step->to_shard);
-	free(step->state);
-	free(step->progress);
-	memset(step, 0, sizeof(*step));
+	for (int i = 0; i < batch->nsteps; i++)
+		free(batch->tenants[i]);
+	free(batch->steps);
+	free(batch->slots);
+	free(batch->tenants);
+	free(batch->step_list);
+	free(batch->slot_list);
+	free(batch->tenant_list);
+	free(batch->from_shard);
+	free(batch->to_shard);
+	free(batch->state);
+	free(batch->progress);
+	memset(batch, 0, sizeof(*batch));
 }
 
+/* "{a,b}" of the values, each quoted as an array element; NULL when none */
+static char *
+array_literal(char **values, const int *numbers, int n)
+{
+	size_t		len = 3;
+	char	   *out,
+			   *p;
+
+	for (int i = 0; i < n; i++)
+		len += values ? 2 * strlen(values[i]) + 3 : 12;
+	out = p = malloc(len);
+	*p++ = '{';
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			*p++ = ',';
+		if (values == NULL)
+		{
+			p += sprintf(p, "%d", numbers[i]);
+			continue;
+		}
+		*p++ = '"';
+		for (const char *c = values[i]; *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				*p++ = '\\';
+			*p++ = *c;
+		}
+		*p++ = '"';
+	}
+	*p++ = '}';
+	*p = '\0';
+	return out;
+}
+
+/*
+ * Claims a batch of up to max_steps steps (a takeover of expired leases
+ * first), bounded by --batch-rows and --batch-bytes as far as
+ * chash_tenant_size knows the tenants.
+ */
 ClaimResult
-lease_claim(Server *dir, ClaimedStep *step)
+lease_claim(Server *dir, Batch *batch, int max_steps)
 {
 	char	   *id = text_of(migration.id);
 	char	   *lease = lease_interval();
-	const char *params[3] = {id, migration.holder, lease};
+	char	   *max = text_of(max_steps);
+	char	   *max_rows = options.batch_rows > 0 ? text_of(options.batch_rows) : NULL;
+	char	   *max_bytes = options.batch_bytes > 0 ? text_of(options.batch_bytes) : NULL;
+	const char *params[6] = {id, migration.holder, lease, max, max_rows, max_bytes};
 	PGresult   *res;
 	ClaimResult result;
+	int			n;
 
 	res = query(dir, format_text("SELECT step, slot, tenant, from_shard, to_shard, state, progress "
-								 "FROM %s.chash_step_lease_claim($1, $2, $3::interval)", dir->schema),
-				3, params);
+								 "FROM %s.chash_steps_lease_claim($1, $2, $3::interval, $4::int, $5::bigint, $6::bigint) "
+								 "ORDER BY step", dir->schema),
+				6, params);
+	free(max);
+	free(max_rows);
+	free(max_bytes);
 	if (res == NULL)
 		return CLAIM_ERROR;
-	if (PQntuples(res) == 1)
+	n = PQntuples(res);
+	if (n > 0)
 	{
-		step->step = atoi(PQgetvalue(res, 0, 0));
-		step->slot = PQgetisnull(res, 0, 1) ? -1 : atoi(PQgetvalue(res, 0, 1));
-		step->tenant = PQgetisnull(res, 0, 2) ? NULL : format_text("%s", PQgetvalue(res, 0, 2));
-		step->from_shard = format_text("%s", PQgetvalue(res, 0, 3));
-		step->to_shard = format_text("%s", PQgetvalue(res, 0, 4));
-		step->state = format_text("%s", PQgetvalue(res, 0, 5));
-		step->progress = format_text("%s", PQgetvalue(res, 0, 6));
+		batch->nsteps = n;
+		batch->steps = calloc(n, sizeof(int));
+		batch->slots = calloc(n, sizeof(int));
+		batch->tenants = calloc(n, sizeof(char *));
+		for (int i = 0; i < n; i++)
+		{
+			batch->steps[i] = atoi(PQgetvalue(res, i, 0));
+			batch->slots[i] = PQgetisnull(res, i, 1) ? -1 : atoi(PQgetvalue(res, i, 1));
+			batch->tenants[i] = PQgetisnull(res, i, 2) ? NULL : format_text("%s", PQgetvalue(res, i, 2));
+		}
+		batch->from_shard = format_text("%s", PQgetvalue(res, 0, 3));
+		batch->to_shard = format_text("%s", PQgetvalue(res, 0, 4));
+		batch->state = format_text("%s", PQgetvalue(res, 0, 5));
+		batch->progress = format_text("%s", PQgetvalue(res, 0, 6));
+		batch->step_list = array_literal(NULL, batch->steps, n);
+		if (batch->slots[0] >= 0)
+			batch->slot_list = array_literal(NULL, batch->slots, n);
+		else
+			batch->tenant_list = array_literal(batch->tenants, NULL, n);
 		PQclear(res);
-		lease_hold(step->step);
+		lease_hold(batch);
 		return CLAIM_GOT;
 	}
 	PQclear(res);
@@ -138,20 +214,18 @@ lease_claim(Server *dir, ClaimedStep *step)
 	return result;
 }
 
-/* chash_step_lease_<function>(migration, step, holder[, extra]) */
+/* chash_steps_lease_<function>(migration, steps, holder[, extra]) */
 bool
-lease_call(Server *dir, const char *function, int step, const char *extra)
+lease_call(Server *dir, const char *function, const Batch *batch, const char *extra)
 {
 	char	   *id = text_of(migration.id);
-	char	   *stepno = text_of(step);
 	char	   *lease = lease_interval();
-	const char *params[4] = {id, stepno, migration.holder, lease};
+	const char *params[4] = {id, batch->step_list, migration.holder, lease};
 	PGresult   *res;
 
-	res = query(dir, format_text("SELECT %s.chash_step_lease_%s($1, $2::int, $3%s)", dir->schema, function,
+	res = query(dir, format_text("SELECT %s.chash_steps_lease_%s($1, $2::int[], $3%s)", dir->schema, function,
 								 extra ? extra : ""), extra ? 4 : 3, params);
 	free(id);
-	free(stepno);
 	free(lease);
 	if (res == NULL)
 		return false;
@@ -159,22 +233,37 @@ lease_call(Server *dir, const char *function, int step, const char *extra)
 	return true;
 }
 
+/* "{v,0,0}": a batch's total on its first step, NULL for -1 (not counted) */
+static char *
+on_first_step(long long v, int nsteps)
+{
+	char	   *out,
+			   *p;
+
+	if (v < 0)
+		return NULL;
+	out = p = malloc(24 + 2 * (size_t) nsteps);
+	p += sprintf(p, "{%lld", v);
+	for (int i = 1; i < nsteps; i++)
+		p += sprintf(p, ",0");
+	sprintf(p, "}");
+	return out;
+}
+
 /* progress "subscribed", or "copied" with the rows and bytes copied (-1: not counted) */
 bool
-lease_record(Server *dir, int step, const char *progress, long long rows, long long bytes)
+lease_record(Server *dir, const Batch *batch, const char *progress, long long rows, long long bytes)
 {
 	char	   *id = text_of(migration.id);
-	char	   *stepno = text_of(step);
 	char	   *lease = lease_interval();
-	char	   *r = rows >= 0 ? text_of(rows) : NULL;
-	char	   *b = bytes >= 0 ? text_of(bytes) : NULL;
-	const char *params[7] = {id, stepno, migration.holder, progress, lease, r, b};
+	char	   *r = on_first_step(rows, batch->nsteps);
+	char	   *b = on_first_step(bytes, batch->nsteps);
+	const char *params[7] = {id, batch->step_list, migration.holder, progress, lease, r, b};
 	PGresult   *res;
 
-	res = query(dir, format_text("SELECT %s.chash_step_lease_record($1, $2::int, $3, $4, "
-								 "$5::interval, $6::bigint, $7::bigint)", dir->schema), 7, params);
+	res = query(dir, format_text("SELECT %s.chash_steps_lease_record($1, $2::int[], $3, $4, "
+								 "$5::interval, $6::bigint[], $7::bigint[])", dir->schema), 7, params);
 	free(id);
-	free(stepno);
 	free(lease);
 	free(r);
 	free(b);

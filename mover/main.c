@@ -2,7 +2,8 @@
  * chash_move: finds the migration, starts the lease keeper and the jobs,
  * and turns how they ended into the exit status.  Each job has its own
  * connections (the directory database, and each shard it meets) and
- * loops: claim a step (or take one over), move it, until nothing is left.
+ * loops: claim a batch of steps (or take one over), move it, until nothing
+ * is left.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -21,28 +22,54 @@ static pthread_mutex_t tickets_lock = PTHREAD_MUTEX_INITIALIZER;
 static long long tickets_used;
 static bool limit_reached;
 
-/* --max-steps: a job takes a ticket per step it starts */
-static bool
-take_ticket(void)
+/* --max-steps: a job takes a ticket per step it may claim; 0 when none are left */
+static int
+take_tickets(int want)
 {
-	bool		ok;
+	int			got = want;
 
 	pthread_mutex_lock(&tickets_lock);
-	ok = options.max_steps < 0 || tickets_used < options.max_steps;
-	if (ok)
-		tickets_used++;
-	else
+	if (options.max_steps >= 0 && tickets_used + got > options.max_steps)
+		got = (int) (options.max_steps - tickets_used);
+	if (got <= 0)
+	{
+		got = 0;
 		limit_reached = true;
+	}
+	tickets_used += got;
 	pthread_mutex_unlock(&tickets_lock);
-	return ok;
+	return got;
 }
 
 static void
-return_ticket(void)
+return_tickets(int n)
 {
 	pthread_mutex_lock(&tickets_lock);
-	tickets_used--;
+	tickets_used -= n;
 	pthread_mutex_unlock(&tickets_lock);
+}
+
+/*
+ * How many steps the next batch claims.  chash_tenant_size bounds a claim
+ * only where it knows the tenants; the rows a step moved in this job's
+ * last batches bound it everywhere: the steps that make --batch-rows at
+ * that pace (at most --batch-steps), so a blocking batch's write block
+ * stays near the copy time of --batch-rows.  The first batch is small,
+ * to measure.  Online moves go one step at a time.
+ */
+static int
+batch_size(double rows_per_step)
+{
+	double		n;
+
+	if (options.online)
+		return 1;
+	if (options.batch_rows <= 0)
+		return options.batch_steps;
+	if (rows_per_step < 0)
+		return options.batch_steps < 16 ? options.batch_steps : 16;
+	n = options.batch_rows / (rows_per_step > 1 ? rows_per_step : 1);
+	return n < 1 ? 1 : n > options.batch_steps ? options.batch_steps : (int) n;
 }
 
 static void
@@ -65,12 +92,15 @@ run_job(void *arg)
 	Job		   *job = arg;
 	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
 	int			errors = 0;
+	double		rows_per_step = -1; /* measured over the batches moved */
 
 	while (!stop_requested && !failed)
 	{
-		ClaimedStep cs = {0};
+		Batch		b = {0};
 		ClaimResult r;
 		StepOutcome o;
+		int			tickets;
+		long long	rows;
 
 		if (errors > 0)
 		{
@@ -82,17 +112,16 @@ run_job(void *arg)
 			}
 			sleep(1);
 		}
-		if (!take_ticket())
+		if ((tickets = take_tickets(batch_size(rows_per_step))) == 0)
 			break;
 		if (!server_open(&dir))
 		{
-			return_ticket();
+			return_tickets(tickets);
 			errors++;
 			continue;
 		}
-		r = lease_claim(&dir, &cs);
-		if (r != CLAIM_GOT)
-			return_ticket();
+		r = lease_claim(&dir, &b, tickets);
+		return_tickets(r == CLAIM_GOT ? tickets - b.nsteps : tickets);
 		if (r == CLAIM_DONE)
 		{
 			job->finished = true;
@@ -113,9 +142,16 @@ run_job(void *arg)
 			usleep(200 * 1000);
 			continue;
 		}
-		o = move_step(&dir, &cs);
-		lease_unhold(cs.step);
-		claimed_step_free(&cs);
+		o = move_batch(&dir, &b, &rows);
+		if (o == STEP_MOVED && strcmp(b.state, "copying") == 0 && rows > 0)
+		{
+			/* the pace of the batches moved, the latest weighing most */
+			double		pace = (double) rows / b.nsteps;
+
+			rows_per_step = rows_per_step < 0 ? pace : (rows_per_step + pace) / 2;
+		}
+		lease_unhold(&b);
+		batch_free(&b);
 		if (o == STEP_MOVED)
 			errors = 0;
 		else if (o == STEP_FAILED)

@@ -582,3 +582,60 @@ out:
 	free(name);
 	return ok;
 }
+
+/*
+ * online_drop for each step of a batch that has replication objects left
+ * (an online try of it that died): two lookups for the whole batch, so a
+ * blocking batch of a thousand steps does not ask for each one.
+ */
+bool
+online_drop_batch(Server *src, Server *tgt, const Batch *batch)
+{
+	char	   *names;
+	char	   *p;
+	const char *params[1];
+	PGresult   *rt,
+			   *rs;
+	bool		ok = true;
+
+	if (batch->nsteps == 1)
+		return online_drop(src, tgt, batch->steps[0]);
+	names = p = malloc((size_t) batch->nsteps * 64 + 3);
+	p += sprintf(p, "{");
+	for (int i = 0; i < batch->nsteps; i++)
+	{
+		char	   *name = online_name(batch->steps[i]);
+
+		p += sprintf(p, "%s%s", i ? "," : "", name);
+		free(name);
+	}
+	sprintf(p, "}");
+	params[0] = names;
+	rt = query(tgt, "SELECT subname FROM pg_catalog.pg_subscription WHERE subname = ANY ($1::pg_catalog.name[])",
+			   1, params);
+	rs = rt ? query(src, "SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = ANY ($1::pg_catalog.name[]) "
+					"UNION SELECT pubname FROM pg_catalog.pg_publication WHERE pubname = ANY ($1::pg_catalog.name[])",
+					1, params) : NULL;
+	free(names);
+	if (rt == NULL || rs == NULL)
+	{
+		PQclear(rt);
+		return false;
+	}
+	for (int i = 0; ok && i < batch->nsteps; i++)
+	{
+		char	   *name = online_name(batch->steps[i]);
+		bool		left = false;
+
+		for (int j = 0; j < PQntuples(rt); j++)
+			left = left || strcmp(PQgetvalue(rt, j, 0), name) == 0;
+		for (int j = 0; j < PQntuples(rs); j++)
+			left = left || strcmp(PQgetvalue(rs, j, 0), name) == 0;
+		free(name);
+		if (left)
+			ok = online_drop(src, tgt, batch->steps[i]);
+	}
+	PQclear(rt);
+	PQclear(rs);
+	return ok;
+}

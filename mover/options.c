@@ -9,7 +9,7 @@
 
 #include "chash_move.h"
 
-MoveOptions options = {0, NULL, 1, -1, 30, false, false, NULL};
+MoveOptions options = {0, NULL, 1, -1, 1000000, 50000, 0, 30, false, false, NULL};
 
 static void
 usage(void)
@@ -20,8 +20,13 @@ usage(void)
 	printf("Options:\n");
 	printf("  -m, --migration=N       move migration N\n");
 	printf("  -d, --directory=NAME    move the running migration of directory NAME\n");
-	printf("  -j, --jobs=N            move N steps at once (default: 1)\n");
+	printf("  -j, --jobs=N            move N batches at once (default: 1)\n");
 	printf("  -n, --max-steps=N       stop after N steps\n");
+	printf("      --batch-steps=N     claim at most N steps in one batch (default: as many\n"
+		   "                          as chash_steps_max() allows)\n");
+	printf("      --batch-rows=N      aim at N rows a batch, 0 for no bound (default: 50000)\n");
+	printf("      --batch-bytes=N     at most N bytes a batch, as far as chash_tenant_size\n"
+		   "                          knows the tenants (default: no bound)\n");
 	printf("      --lease=SECONDS     how long a step stays held without renewal (default: 30)\n");
 	printf("      --online            copy with logical replication while writes go on;\n"
 		   "                          writes wait only for the final catch-up\n");
@@ -61,6 +66,9 @@ parse_options(int argc, char **argv)
 		{"jobs", required_argument, NULL, 'j'},
 		{"max-steps", required_argument, NULL, 'n'},
 		{"lease", required_argument, NULL, 'L'},
+		{"batch-steps", required_argument, NULL, 'S'},
+		{"batch-rows", required_argument, NULL, 'R'},
+		{"batch-bytes", required_argument, NULL, 'B'},
 		{"online", no_argument, NULL, 'O'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, '?'},
@@ -91,6 +99,15 @@ parse_options(int argc, char **argv)
 				break;
 			case 'L':
 				options.lease_seconds = (int) parse_count("--lease", optarg, 1, 86400);
+				break;
+			case 'S':
+				options.batch_steps = (int) parse_count("--batch-steps", optarg, 1, 1000000);
+				break;
+			case 'R':
+				options.batch_rows = parse_count("--batch-rows", optarg, 0, INT64_MAX);
+				break;
+			case 'B':
+				options.batch_bytes = parse_count("--batch-bytes", optarg, 0, INT64_MAX);
 				break;
 			case 'O':
 				options.online = true;

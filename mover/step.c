@@ -1,27 +1,33 @@
 /*
- * One step, from where its lease's progress says it got (SPEC 4.4):
+ * One batch of steps (one shard pair, all slot or all tenant steps; the
+ * single step is the batch of one), from where its leases' progress says
+ * it got (SPEC 4.4, 4.6):
  *   0. before anything happens on the shards (step_check): the tables in
  *      foreign-key order, the same columns on both shards, the target's
- *      sequences; a shard that cannot take the step stops the mover;
- *   1. fence it, then chash_shard_wait_fence on the source;
- *   2. on the target, in one transaction: delete the step's rows left by an
- *      earlier try, COPY the step's rows of every registered table from the
- *      source (one REPEATABLE READ snapshot there), and
+ *      sequences; a shard that cannot take the batch stops the mover;
+ *   1. fence it (one directory version, one barrier over its slots or
+ *      tenants), then chash_shard_wait_fence over the batch on the source;
+ *   2. on the target, in one transaction: delete the batch's rows left by
+ *      an earlier try, COPY the batch's rows of every registered table from
+ *      the source, one COPY per table (one REPEATABLE READ snapshot there;
+ *      the predicate: slot = ANY (the batch's slots) minus pinned tenants,
+ *      or tenant = ANY (its tenants)), and
  *   3. verify: per table, row count and an order-independent checksum
  *      (sum of chash_xxh64 of each row's text) equal on both sides; commit
- *      only then, else roll back and release the step;
+ *      only then, else roll back and release the batch;
  *   3b. advance the target's sequences past the moved values;
- *   4. complete it; once the source has applied the completion, delete the
- *      moved rows there (children first).
- * Writes to the step's rows are refused from 1 to 4 only.  A takeover
- * redoes only what the progress says is missing: a fenced step is copied
+ *   4. complete it (one directory version); once the source has applied
+ *      the completion, delete the moved rows there (children first), one
+ *      DELETE per table.
+ * Writes to the batch's rows are refused from 1 to 4 only.  A takeover
+ * redoes only what the progress says is missing: a fenced batch is copied
  * again (the target's transaction rolled back with the dead mover, or its
  * leftovers are deleted first), a copied one is verified again and
  * completed, a completed one only has its source rows deleted.
- * With --online (online.c) a subscription copies the rows before the
- * fence and streams their changes; after the fence the mover waits until
- * the target has applied the source's WAL, then verifies; the
- * subscription is gone before any source row is deleted.
+ * With --online (online.c) batches are of one step: a subscription copies
+ * the rows before the fence and streams their changes; after the fence
+ * the mover waits until the target has applied the source's WAL, then
+ * verifies; the subscription is gone before any source row is deleted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,15 +163,26 @@ rollback(Server *server)
 	}
 }
 
-/* Waits until the server's replica shows the step in one of the states. */
+/* "step 7", or "steps 7-1606 (a batch of 1600)": in messages */
+static char *
+describe(const Batch *batch)
+{
+	if (batch->nsteps == 1)
+		return format_text("step %d", batch->steps[0]);
+	return format_text("steps %d-%d (a batch of %d)", batch->steps[0], batch->steps[batch->nsteps - 1],
+					   batch->nsteps);
+}
+
+/* Waits until the server's replica shows every step of the batch in one of the states. */
 static bool
-wait_replica(Server *server, int step, const char *states, const char *what)
+wait_replica(Server *server, const Batch *batch, const char *states, const char *what)
 {
 	char	   *id = format_text("%lld", migration.id);
-	char	   *stepno = format_text("%d", step);
-	const char *params[3] = {id, stepno, states};
-	char	   *sql = format_text("SELECT s.state = ANY ($3::text[]) FROM %s.chash_migration_step s "
-								  "WHERE s.migration = $1 AND s.step = $2", server->schema);
+	const char *params[3] = {id, batch->step_list, states};
+	char	   *sql = format_text("SELECT pg_catalog.count(*) = pg_catalog.cardinality($2::pg_catalog.int4[]) "
+								  "       AND pg_catalog.bool_and(s.state = ANY ($3::pg_catalog.text[])) "
+								  "  FROM %s.chash_migration_step s "
+								  " WHERE s.migration = $1 AND s.step = ANY ($2::pg_catalog.int4[])", server->schema);
 	double		start = now_seconds();
 	double		next_say = start + 5;
 	bool		ok = false;
@@ -182,14 +199,16 @@ wait_replica(Server *server, int step, const char *states, const char *what)
 			break;
 		if (now_seconds() >= next_say)
 		{
-			report("info", "waiting %.0f s for shard \"%s\" to apply the %s of step %d (its replica of the directory lags)",
-				   now_seconds() - start, server->name, what, step);
+			char	   *which = describe(batch);
+
+			report("info", "waiting %.0f s for shard \"%s\" to apply the %s of %s (its replica of the directory lags)",
+				   now_seconds() - start, server->name, what, which);
+			free(which);
 			next_say = now_seconds() + 5;
 		}
 		usleep(2000);
 	}
 	free(id);
-	free(stepno);
 	free(sql);
 	return ok;
 }
@@ -211,7 +230,7 @@ checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, c
 /* Both sides inside the transactions the caller opened. */
 static Verdict
 verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
-	   const StepTarget *target, int step, long long *rows)
+	   const StepTarget *target, const Batch *batch, long long *rows)
 {
 	for (int i = 0; i < ntables; i++)
 	{
@@ -242,13 +261,16 @@ verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 			 && strcmp(PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 1)) == 0) ? VERDICT_SAME : VERDICT_DIFFERENT;
 		if (v == VERDICT_DIFFERENT)
 		{
-			report("error", "verification failed for step %d of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
-				   step, migration.id, tables[i].table_name, src->name, tgt->name);
+			char	   *which = describe(batch);
+
+			report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
+				   which, migration.id, tables[i].table_name, src->name, tgt->name);
 			report("detail", "The source has %s rows (checksum %s), the target %s rows (checksum %s). "
-				   "The step was released: its rows stay on shard \"%s\", which still owns them.",
+				   "The %s released: %s rows stay on shard \"%s\", which still owns them.",
 				   PQgetvalue(rs, 0, 0), PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 0), PQgetvalue(rt, 0, 1),
-				   src->name);
-			report("hint", "Something changed the step's rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",
+				   batch->nsteps == 1 ? "step was" : "steps were", batch->nsteps == 1 ? "its" : "their", src->name);
+			free(which);
+			report("hint", "Something changed the moving rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",
 				   tgt->name);
 		}
 		PQclear(rs);
@@ -450,30 +472,30 @@ delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *ta
 }
 
 /*
- * Opens a transaction on the directory database holding the step's lease
- * row locked, if this process still holds the lease and the step is in one
- * of the states.  A shard's commit made while it is held cannot race a
+ * Opens a transaction on the directory database holding the batch's lease
+ * rows locked, if this process still holds them all and every step is in
+ * one of the states.  A shard's commit made while it is held cannot race a
  * takeover or a completion by another mover (both need that row).
  */
 static bool
-lease_lock(Server *dir, int step, const char *states)
+lease_lock(Server *dir, const Batch *batch, const char *states)
 {
 	char	   *id = format_text("%lld", migration.id);
-	char	   *stepno = format_text("%d", step);
-	const char *params[4] = {id, stepno, migration.holder, states};
+	const char *params[4] = {id, batch->step_list, migration.holder, states};
 	PGresult   *res;
 	bool		ok;
 
 	if (!server_open(dir) || !command(dir, "BEGIN"))
 		return false;
-	res = query(dir, format_text("SELECT %1$s.chash_step_lease_check($1, $2::int, $3) IS NOT NULL "
-								 "   AND s.state = ANY ($4::text[]) "
-								 "  FROM %1$s.chash_migration_step s WHERE s.migration = $1 AND s.step = $2::int",
+	res = query(dir, format_text("SELECT %1$s.chash_steps_lease_check($1, $2::int[], $3) IS NOT NULL "
+								 "   AND (SELECT pg_catalog.count(*) = pg_catalog.cardinality($2::int[]) "
+								 "               AND pg_catalog.bool_and(s.state = ANY ($4::text[])) "
+								 "          FROM %1$s.chash_migration_step s "
+								 "         WHERE s.migration = $1 AND s.step = ANY ($2::int[]))",
 								 dir->schema), 4, params);
 	ok = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
 	PQclear(res);
 	free(id);
-	free(stepno);
 	if (!ok)
 		rollback(dir);
 	return ok;
@@ -494,7 +516,7 @@ lease_unlock(Server *dir, bool commit)
  */
 static Verdict
 copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
-		  int step, long long *rows, long long *bytes)
+		  const Batch *batch, long long *rows, long long *bytes)
 {
 	Verdict		v = VERDICT_ERROR;
 
@@ -515,8 +537,13 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		if (res == NULL)
 			goto out;
 		if (atoll(PQcmdTuples(res)) > 0 && options.verbose)
-			report("info", "step %d: deleted %s rows of \"%s\" left on shard \"%s\" by an earlier try",
-				   step, PQcmdTuples(res), tables[i].table_name, tgt->name);
+		{
+			char	   *which = describe(batch);
+
+			report("info", "%s: deleted %s rows of \"%s\" left on shard \"%s\" by an earlier try",
+				   which, PQcmdTuples(res), tables[i].table_name, tgt->name);
+			free(which);
+		}
 		PQclear(res);
 	}
 	for (int i = 0; i < ntables; i++)
@@ -528,18 +555,18 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		*rows += n;
 		counters_add(n, 0);
 	}
-	v = verify(src, tgt, tables, ntables, target, step, NULL);
+	v = verify(src, tgt, tables, ntables, target, batch, NULL);
 	if (v == VERDICT_SAME)
 	{
-		/* commit the copy only while the step is still ours */
-		if (!lease_lock(dir, step, "{fenced}"))
+		/* commit the copy only while the steps are still ours */
+		if (!lease_lock(dir, batch, "{fenced}"))
 			v = VERDICT_ERROR;
 		else if (!command(tgt, "COMMIT"))
 		{
 			lease_unlock(dir, false);
 			v = VERDICT_ERROR;
 		}
-		else if (!lease_record(dir, step, "copied", *rows, *bytes) || !lease_unlock(dir, true))
+		else if (!lease_record(dir, batch, "copied", *rows, *bytes) || !lease_unlock(dir, true))
 		{
 			rollback(dir);
 			v = VERDICT_ERROR;	/* a takeover copies again */
@@ -553,14 +580,14 @@ out:
 
 /* A takeover of a copied step, or an online copy: the target's rows are checked (once more). */
 static Verdict
-verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step,
-			 long long *rows)
+verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+			 const Batch *batch, long long *rows)
 {
 	Verdict		v = VERDICT_ERROR;
 
 	if (command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 		&& command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
-		v = verify(src, tgt, tables, ntables, target, step, rows);
+		v = verify(src, tgt, tables, ntables, target, batch, rows);
 	rollback(tgt);
 	rollback(src);
 	return v;
@@ -619,50 +646,56 @@ crash_point(const char *point)
 	raise(SIGKILL);
 }
 
-/* Gives a step in flight back: its subscription dropped, its copy off the target, then released. */
+/* Gives a batch in flight back: its subscription dropped, its copy off the target, then released. */
 static void
-give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, int step)
+give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+		  const Batch *batch)
 {
-	if (!lease_lock(dir, step, "{copying,fenced}"))
+	if (!lease_lock(dir, batch, "{copying,fenced}"))
 		return;					/* not ours any more, or done */
 	if (tgt != NULL && tgt->conn != NULL && server_open(tgt)
-		&& (src == NULL || !server_open(src) || online_drop(src, tgt, step)))
+		&& (src == NULL || !server_open(src) || online_drop_batch(src, tgt, batch)))
 		delete_rows(tgt, tables, ntables, target);
-	if (!lease_call(dir, "release", step, NULL) || !lease_unlock(dir, true))
+	if (!lease_call(dir, "release", batch, NULL) || !lease_unlock(dir, true))
 		rollback(dir);
 }
 
 StepOutcome
-move_step(Server *dir, ClaimedStep *cs)
+move_batch(Server *dir, Batch *b, long long *moved)
 {
-	StepTarget	target = {cs->slot, cs->tenant};
+	StepTarget	target = {b->slots[0], b->tenants[0], b->nsteps, b->slot_list, b->tenant_list};
 	TableInfo  *tables = NULL;
 	int			ntables;
 	Server	   *src,
 			   *tgt;
-	const char *progress = cs->progress;
+	const char *progress = b->progress;
 	long long	rows = 0,
 				bytes = 0;
+	bool		one = b->nsteps == 1;	/* online moves go one step at a time */
+	int			step = b->steps[0]; /* the step of an online move */
 	bool		online = false; /* a subscription streams the step's rows */
 	double		t_stream = 0,	/* the subscription's copy and catch-up */
 				t_fence = 0,	/* writes refused from here */
 				t_copy0 = 0,
 				t_copy = 0,
-				t_done = 0;		/* to here */
+				t_done = 0,		/* to here */
+				t_start = now_seconds(),
+				t_delete = 0;	/* the source's delete from here */
 	StepOutcome outcome = STEP_RETRY;
 
+	*moved = 0;
 	ntables = registered_tables(dir, &tables);
-	src = ntables >= 0 ? shard(dir, cs->from_shard) : NULL;
-	tgt = src != NULL ? shard(dir, cs->to_shard) : NULL;
+	src = ntables >= 0 ? shard(dir, b->from_shard) : NULL;
+	tgt = src != NULL ? shard(dir, b->to_shard) : NULL;
 	if (src == NULL || tgt == NULL)
 	{
-		if (strcmp(cs->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
-			lease_call(dir, "release", cs->step, NULL);
+		if (strcmp(b->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
+			lease_call(dir, "release", b, NULL);
 		goto retry;
 	}
 
-	/* 0. before anything happens on the shards: what the step needs of them */
-	if (strcmp(cs->state, "cancelled") == 0 || strcmp(cs->state, "done") == 0
+	/* 0. before anything happens on the shards: what the steps need of them */
+	if (strcmp(b->state, "cancelled") == 0 || strcmp(b->state, "done") == 0
 		? !order_tables(src, tables, ntables) : !step_check(src, tgt, tables, ntables))
 		goto refuse;
 
@@ -671,17 +704,17 @@ move_step(Server *dir, ClaimedStep *cs)
 	 * streams; any other is dropped first, before its publication could send
 	 * a deletion of the step's rows on the source to the target.
 	 */
-	if (strcmp(cs->state, "fenced") == 0 && options.online && online_streaming(tgt, cs->step, ntables))
+	if (one && strcmp(b->state, "fenced") == 0 && options.online && online_streaming(tgt, step, ntables))
 		online = true;
-	else if (!online_drop(src, tgt, cs->step))
+	else if (!online_drop_batch(src, tgt, b))
 		goto retry;
 
-	if (strcmp(cs->state, "cancelled") == 0)
+	if (strcmp(b->state, "cancelled") == 0)
 	{
-		/* cancelled while a mover held it: take its copy off the target */
-		if (!lease_lock(dir, cs->step, "{cancelled}"))
+		/* cancelled while a mover held them: take their copy off the target */
+		if (!lease_lock(dir, b, "{cancelled}"))
 			goto retry;
-		if (delete_rows(tgt, tables, ntables, &target) < 0 || !lease_call(dir, "finish", cs->step, NULL)
+		if (delete_rows(tgt, tables, ntables, &target) < 0 || !lease_call(dir, "finish", b, NULL)
 			|| !lease_unlock(dir, true))
 		{
 			rollback(dir);
@@ -690,40 +723,43 @@ move_step(Server *dir, ClaimedStep *cs)
 		outcome = STEP_MOVED;
 		goto out;
 	}
-	if (strcmp(cs->state, "done") == 0 && strcmp(progress, "copied") != 0 && strcmp(progress, "completed") != 0)
+	if (strcmp(b->state, "done") == 0 && strcmp(progress, "copied") != 0 && strcmp(progress, "completed") != 0)
 	{
-		report("warning", "step %d of migration %lld was completed by something other than chash_move before its rows were copied",
-			   cs->step, migration.id);
-		report("detail", "Its rows were left on shard \"%s\".", cs->from_shard);
-		lease_call(dir, "finish", cs->step, NULL);
+		char	   *which = describe(b);
+
+		report("warning", "%s of migration %lld %s completed by something other than chash_move before %s rows were copied",
+			   which, migration.id, one ? "was" : "were", one ? "its" : "their");
+		report("detail", "Their rows were left on shard \"%s\".", b->from_shard);
+		free(which);
+		lease_call(dir, "finish", b, NULL);
 		outcome = STEP_MOVED;
 		goto out;
 	}
 
-	if (strcmp(cs->state, "done") != 0)
+	if (strcmp(b->state, "done") != 0)
 	{
 		/* online: the subscription copies the rows and streams their changes while writes go on */
-		if (strcmp(cs->state, "copying") == 0 && options.online
+		if (one && strcmp(b->state, "copying") == 0 && options.online
 			&& online_usable(src, tgt, tables, ntables, &target))
 		{
 			double		t0 = now_seconds();
 
 			if (delete_rows(tgt, tables, ntables, &target) < 0
-				|| !online_subscribe(dir, src, tgt, tables, ntables, &target, cs->step)
-				|| !lease_record(dir, cs->step, "subscribed", -1, -1))
+				|| !online_subscribe(dir, src, tgt, tables, ntables, &target, step)
+				|| !lease_record(dir, b, "subscribed", -1, -1))
 				goto give_back;
 			progress = "subscribed";
 			crash_point("subscribed");
-			if (!online_wait_caught_up(src, tgt, cs->step, ntables))
+			if (!online_wait_caught_up(src, tgt, step, ntables))
 				goto give_back;
 			online = true;
 			t_stream = now_seconds() - t0;
 		}
 
-		/* 1. fence; wait until no write admitted before can commit on the source */
+		/* 1. one fence for the batch; wait until no write admitted before can commit on the source */
 		if (strcmp(progress, "claimed") == 0 || strcmp(progress, "subscribed") == 0)
 		{
-			if (!lease_call(dir, "fence", cs->step, ", $4::interval"))
+			if (!lease_call(dir, "fence", b, ", $4::interval"))
 				goto retry;
 			progress = "fenced";
 			crash_point("fenced");
@@ -732,21 +768,19 @@ move_step(Server *dir, ClaimedStep *cs)
 		if (src->has_wait_fence)
 		{
 			char	   *id = format_text("%lld", migration.id);
-			char	   *stepno = format_text("%d", cs->step);
-			const char *params[3] = {migration.directory, id, stepno};
-			PGresult   *res = query(src, format_text("SELECT %s.chash_shard_wait_fence($1, $2::bigint, $3::int)",
+			const char *params[3] = {migration.directory, id, b->step_list};
+			PGresult   *res = query(src, format_text("SELECT %s.chash_shard_wait_fence($1, $2::bigint, $3::int[])",
 													 src->schema), 3, params);
 
 			free(id);
-			free(stepno);
 			if (res == NULL)
 				goto give_back;
 			PQclear(res);
 		}
-		else if (!wait_replica(src, cs->step, "{fenced,done}", "fence"))
+		else if (!wait_replica(src, b, "{fenced,done}", "fence"))
 			goto give_back;
 		/* the target's replica at the fence too: it reads the same pins */
-		if (!wait_replica(tgt, cs->step, "{fenced,done}", "fence"))
+		if (!wait_replica(tgt, b, "{fenced,done}", "fence"))
 			goto give_back;
 		if (stop_requested)
 			goto give_back;
@@ -756,17 +790,17 @@ move_step(Server *dir, ClaimedStep *cs)
 		if (online)
 		{
 			/* the target has applied every write the source took; then verified */
-			Verdict		v = online_wait_applied(src, cs->step) ?
-				verify_again(src, tgt, tables, ntables, &target, cs->step, &rows) : VERDICT_ERROR;
+			Verdict		v = online_wait_applied(src, step) ?
+				verify_again(src, tgt, tables, ntables, &target, b, &rows) : VERDICT_ERROR;
 
 			if (v == VERDICT_DIFFERENT)
 			{
-				give_back(dir, src, tgt, tables, ntables, &target, cs->step);
+				give_back(dir, src, tgt, tables, ntables, &target, b);
 				outcome = STEP_FAILED;
 				goto out;
 			}
 			if (v != VERDICT_SAME || !advance_sequences(tgt, tables, ntables, &target)
-				|| !lease_record(dir, cs->step, "copied", rows, -1))
+				|| !lease_record(dir, b, "copied", rows, -1))
 				goto give_back;
 			counters_add(rows, 0);
 			t_copy = now_seconds();
@@ -774,11 +808,11 @@ move_step(Server *dir, ClaimedStep *cs)
 		}
 		else if (strcmp(progress, "fenced") == 0)
 		{
-			Verdict		v = copy_step(dir, src, tgt, tables, ntables, &target, cs->step, &rows, &bytes);
+			Verdict		v = copy_step(dir, src, tgt, tables, ntables, &target, b, &rows, &bytes);
 
 			if (v == VERDICT_DIFFERENT)
 			{
-				lease_call(dir, "release", cs->step, NULL);
+				lease_call(dir, "release", b, NULL);
 				outcome = STEP_FAILED;
 				goto out;
 			}
@@ -789,11 +823,11 @@ move_step(Server *dir, ClaimedStep *cs)
 		}
 		else
 		{
-			Verdict		v = verify_again(src, tgt, tables, ntables, &target, cs->step, NULL);
+			Verdict		v = verify_again(src, tgt, tables, ntables, &target, b, NULL);
 
 			if (v == VERDICT_DIFFERENT)
 			{
-				give_back(dir, src, tgt, tables, ntables, &target, cs->step);
+				give_back(dir, src, tgt, tables, ntables, &target, b);
 				outcome = STEP_FAILED;
 				goto out;
 			}
@@ -804,71 +838,82 @@ move_step(Server *dir, ClaimedStep *cs)
 		if (stop_requested)
 			goto give_back;
 
-		/* 4. ownership flips to the target */
-		if (!lease_call(dir, "complete", cs->step, ", $4::interval"))
+		/* 4. ownership flips to the target: one directory version for the batch */
+		if (!lease_call(dir, "complete", b, ", $4::interval"))
 			goto retry;
 		t_done = now_seconds();
 		crash_point("completed");
 	}
 
 	/* the source's deletions must not reach the target */
-	if (online && !online_drop(src, tgt, cs->step))
+	if (online && !online_drop(src, tgt, step))
 		goto retry;
 
-	/* the moved rows off the source, once it routes them to the target */
-	if (!wait_replica(src, cs->step, "{done}", "completion"))
+	/* the moved rows off the source, once it routes them to the target: one delete per table */
+	if (!wait_replica(src, b, "{done}", "completion"))
 		goto retry;
-	if (!lease_lock(dir, cs->step, "{done}"))
+	if (!lease_lock(dir, b, "{done}"))
 		goto retry;
-	if (delete_rows(src, tables, ntables, &target) < 0 || !lease_call(dir, "finish", cs->step, NULL)
+	t_delete = now_seconds();
+	if (delete_rows(src, tables, ntables, &target) < 0 || !lease_call(dir, "finish", b, NULL)
 		|| !lease_unlock(dir, true))
 	{
 		rollback(dir);
 		goto retry;
 	}
 	pthread_mutex_lock(&counters_lock);
-	counters.steps++;
+	counters.steps += b->nsteps;
 	pthread_mutex_unlock(&counters_lock);
+	*moved = rows;
 	if (options.verbose)
 	{
-		char	   *what = cs->slot >= 0 ? format_text("slot %d", cs->slot)
-			: format_text("tenant %s", escape_literal(src->conn, cs->tenant));
+		char	   *which = describe(b);
+		char	   *what = !one ? format_text("%d %s", b->nsteps, target.slot >= 0 ? "slots" : "tenants")
+			: target.slot >= 0 ? format_text("slot %d", target.slot)
+			: format_text("tenant %s", escape_literal(src->conn, target.tenant));
 
 		if (t_fence > 0 && online)
 		{
-			char	   *name = online_name(cs->step);
+			char	   *name = online_name(step);
 
-			report("info", "step %d: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
-				   cs->step, what, cs->from_shard, cs->to_shard, name,
+			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
+				   which, what, b->from_shard, b->to_shard, name,
 				   rows, t_stream, t_copy - t_copy0, t_done - t_fence);
 			free(name);
 		}
-		else if (t_fence > 0)
-			report("info", "step %d: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
-				   cs->step, what, cs->from_shard, cs->to_shard,
+		else if (t_fence > 0 && one)
+			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
+				   which, what, b->from_shard, b->to_shard,
 				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence);
+		else if (t_fence > 0)
+			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s; "
+				   "checks %.3f s, delete on the source %.3f s, the batch %.3f s",
+				   which, what, b->from_shard, b->to_shard,
+				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence,
+				   t_fence - t_start, now_seconds() - t_delete, now_seconds() - t_start);
 		else
-			report("info", "step %d: %s: deleted the moved rows on shard \"%s\"", cs->step, what, cs->from_shard);
+			report("info", "%s: %s: deleted the moved rows on shard \"%s\"", which, what, b->from_shard);
 		free(what);
+		free(which);
 	}
 	outcome = STEP_MOVED;
 	goto out;
 
 give_back:
-	give_back(dir, src, tgt, tables, ntables, &target, cs->step);
+	give_back(dir, src, tgt, tables, ntables, &target, b);
 	outcome = stop_requested ? STEP_STOPPED : STEP_RETRY;
 	goto out;
 refuse:
 	/*
-	 * The shards cannot take the step as they are.  Claimed only: given
-	 * back untouched, never fenced.  A takeover of a step further on (its
-	 * copy may be on the target) is left to its lease, for a rerun once
+	 * The shards cannot take the steps as they are.  Claimed only: given
+	 * back untouched, never fenced.  A takeover of steps further on (their
+	 * copy may be on the target) is left to their leases, for a rerun once
 	 * the shards are mended.
 	 */
-	if (strcmp(cs->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
-		lease_call(dir, "release", cs->step, NULL);
+	if (strcmp(b->state, "copying") == 0 && strcmp(progress, "claimed") == 0)
+		lease_call(dir, "release", b, NULL);
 retry:
-	/* the lease runs out and this or another mover takes the step over */
+	/* the leases run out and this or another mover takes the steps over */
 	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
 out:
 	free_tables(tables, ntables);

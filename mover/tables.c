@@ -1,7 +1,7 @@
 /*
  * The registered tables (chash_table) and which of their rows a step
- * moves: for a slot step the rows of the slot's tenants that are not
- * pinned (a pinned tenant routes by its override, not its slot, so its
+ * (or a batch of steps: their slots or tenants) moves: for a slot step
+ * the rows of the slot's tenants that are not pinned (a pinned tenant routes by its override, not its slot, so its
  * rows stay), for a tenant step that tenant's rows.  The slot is computed
  * by chash_tenant_slot(column, slot_count, method), written exactly as an
  * expression index on it is, so the planner can use one; pins are read
@@ -223,19 +223,24 @@ step_predicate(Server *server, const TableInfo *table, const StepTarget *target)
 		char	   *method = escape_literal(server->conn, migration.slot_method);
 		char	   *directory = escape_literal(server->conn, migration.directory);
 
-		result = format_text("%s.chash_tenant_slot(%s, %d, %s) = %d "
+		char	   *slots = target->nsteps > 1 ? format_text("= ANY ('%s'::pg_catalog.int4[])", target->slots)
+			: format_text("= %d", target->slot);
+
+		result = format_text("%s.chash_tenant_slot(%s, %d, %s) %s "
 							 "AND NOT EXISTS (SELECT FROM %s.chash_override o "
 							 "WHERE o.directory = %s AND o.tenant = (%s)::text)",
-							 server->schema, column, migration.slot_count, method, target->slot,
+							 server->schema, column, migration.slot_count, method, slots,
 							 server->schema, directory, column);
+		free(slots);
 		free(method);
 		free(directory);
 	}
 	else
 	{
-		char	   *tenant = escape_literal(server->conn, target->tenant);
+		/* a batch's tenants as an array of the column's type */
+		char	   *tenant = escape_literal(server->conn, target->nsteps > 1 ? target->tenants : target->tenant);
 
-		result = format_text("%s = %s", column, tenant);
+		result = format_text(target->nsteps > 1 ? "%s = ANY (%s)" : "%s = %s", column, tenant);
 		free(tenant);
 	}
 	free(column);

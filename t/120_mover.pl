@@ -130,11 +130,15 @@ sub check_placement
 my $m1 = $dir->safe_psql('postgres', q{SELECT chash_migration_start('orgs')});
 my $steps = $dir->safe_psql('postgres', "SELECT count(*) FROM chash_migration_step WHERE migration = $m1");
 ok($steps > 10, "the rebalance has $steps steps");
-my ($rc, $err) = run_mover('--directory', 'orgs', '--jobs', '2');
+my ($rc, $err) = run_mover('--directory', 'orgs', '--jobs', '2', '--batch-steps', '5');
 is($rc, 0, 'chash_move exits 0 when the rebalance is done');
 my $said = () = $err =~ /table "public.profiles" on shard "s\d" has no index on chash_tenant_slot/g;
 ok($said >= 1 && $said <= 3, 'the missing index is said once per shard');
 unlike($err, qr/accounts" on shard "s\d" has no index/, 'the indexed table is not mentioned');
+ok($err =~ /steps \d+-\d+ \(a batch of \d+\): \d+ slots s\d -> s3, \d+ rows/, 'the rebalance moved batches of slot steps');
+my @sizes = $err =~ /\(a batch of (\d+)\)/g;
+is(scalar(grep { $_ > 5 } @sizes), 0, 'no batch has more steps than --batch-steps');
+ok(scalar(grep { $_ == 5 } @sizes) > 0, 'batches of --batch-steps steps (' . join(' ', @sizes) . ')');
 is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m1"), 'done', 'the rebalance is done');
 is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_plan_rebalance('orgs')}), '0', 'the plan is empty');
 is($dir->safe_psql('postgres', q{SELECT chash_route('orgs', 'whale')}), 's1', 'the whale stayed pinned to s1');
@@ -339,8 +343,10 @@ sub write_while_moving
 }
 
 is(write_while_moving(start_mover('copied')), 'signal 9', 'the mover is killed after copying a step');
-is($dir->safe_psql('postgres', "SELECT progress FROM chash_step_lease WHERE migration = $m4"), 'copied',
-	'its lease records how far the step got');
+is($dir->safe_psql('postgres', "SELECT string_agg(DISTINCT progress, ',') FROM chash_step_lease WHERE migration = $m4"), 'copied',
+	'its leases record how far the batch got');
+ok($dir->safe_psql('postgres', "SELECT count(*) FROM chash_step_lease WHERE migration = $m4") > 1,
+	'the mover was killed inside a batch of several steps');
 write_once($_) for map { qw(fresh stale) } 1 .. 10;
 is(write_while_moving(start_mover('completed')), 'signal 9', 'a rerun is killed after completing a step');
 write_once($_) for map { qw(fresh stale) } 1 .. 10;
