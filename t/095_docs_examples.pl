@@ -43,6 +43,8 @@ foreach my $file (@files)
 	(my $nodename = $name) =~ s/\W/_/g;
 	my $node = PostgreSQL::Test::Cluster->new($nodename);
 	$node->init;
+	# as a shard is set up: the load statistics' examples need the preload
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'");
 	$node->start;
 	my ($out, $err) = ('', '');
 	$node->psql('postgres', $script, on_error_stop => 1, stdout => \$out, stderr => \$err);
