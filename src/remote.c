@@ -1,6 +1,7 @@
 /*
  * remote.c - libpq from the backend: the directory database of a joining
- * shard (shard_join.c), the shards a directory collects statistics from
+ * or re-pointed shard, the shards a promoted directory reconciles from
+ * (shard_join.c), the shards a directory collects statistics from
  * (load_collect.c)
  *
  * Every wait is on the latch and the socket, so statement_timeout and
@@ -87,14 +88,16 @@ wait_socket(PGconn *conn, int events, TimestampTz deadline)
 }
 
 PGconn *
-remote_connect(const char *conninfo, const char *what, TimestampTz deadline)
+remote_try_connect(const char *conninfo, bool replication, TimestampTz deadline, char **error)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {conninfo, "chash", NULL};
+	const char *keys[] = {"dbname", "fallback_application_name", "replication", NULL};
+	const char *vals[] = {conninfo, "chash", "database", NULL};
 	PGconn	   *conn;
 	volatile PostgresPollingStatusType status = PGRES_POLLING_WRITING;
 	volatile bool timed_out = false;
 
+	if (!replication)
+		keys[2] = NULL;
 	conn = PQconnectStartParams(keys, vals, true);
 	if (conn == NULL)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
@@ -122,15 +125,31 @@ remote_connect(const char *conninfo, const char *what, TimestampTz deadline)
 	}
 	if (timed_out || PQstatus(conn) != CONNECTION_OK)
 	{
-		char	   *msg = timed_out ? pstrdup("The connection timed out.") : remote_message(conn, NULL);
-
+		*error = timed_out ? pstrdup("The connection timed out.") : remote_message(conn, NULL);
 		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+PGconn *
+remote_connect_as(const char *conninfo, const char *what, bool replication, TimestampTz deadline)
+{
+	char	   *msg = NULL;
+	PGconn	   *conn = remote_try_connect(conninfo, replication, deadline, &msg);
+
+	if (conn == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("could not connect to %s \"%s\"", what, remote_conninfo_display(conninfo)),
 				 errdetail_internal("%s", msg)));
-	}
 	return conn;
+}
+
+PGconn *
+remote_connect(const char *conninfo, const char *what, TimestampTz deadline)
+{
+	return remote_connect_as(conninfo, what, false, deadline);
 }
 
 PGresult *
@@ -176,6 +195,47 @@ remote_exec(PGconn *conn, const char *query, int nparams, const char *const *par
 			break;
 		PQclear(last);
 		last = res;
+	}
+	return last;
+}
+
+PGresult *
+remote_command(PGconn *conn, const char *what, const char *conninfo, const char *command)
+{
+	PGresult   *last = NULL;
+
+	if (PQsendQuery(conn, command))
+	{
+		for (;;)
+		{
+			PGresult   *res;
+
+			while (PQisBusy(conn))
+			{
+				(void) wait_socket(conn, WL_SOCKET_READABLE, 0);
+				if (!PQconsumeInput(conn))
+					break;
+			}
+			res = PQgetResult(conn);
+			if (res == NULL)
+				break;
+			PQclear(last);
+			last = res;
+		}
+	}
+	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
+	{
+		char	   *msg = remote_message(conn, last);
+		const char *state = last ? PQresultErrorField(last, PG_DIAG_SQLSTATE) : NULL;
+		int			code = ERRCODE_CONNECTION_FAILURE;
+
+		if (state && strlen(state) == 5)
+			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+		PQclear(last);
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("command on %s \"%s\" failed", what, remote_conninfo_display(conninfo)),
+				 errdetail_internal("%s", msg)));
 	}
 	return last;
 }

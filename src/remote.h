@@ -19,10 +19,20 @@ extern char *remote_conninfo_display(const char *conninfo);
 extern char *remote_message(PGconn *conn, PGresult *res);
 
 /*
- * Opens a connection (what names the server in messages: "the directory
- * database"); ERROR 08001 when it fails or the deadline passes (0: none).
- * The caller closes it (PQfinish), also on error: use PG_TRY.
+ * Opens a connection (a replication connection to its database when
+ * replication is true), or returns NULL with the reason in *error when it
+ * fails or the deadline passes (0: none).  The caller closes it
+ * (PQfinish), also on error: use PG_TRY.
  */
+extern PGconn *remote_try_connect(const char *conninfo, bool replication, TimestampTz deadline,
+								  char **error);
+
+/*
+ * As remote_try_connect, but ERROR 08001 when it fails (what names the
+ * server in messages: "the directory database").
+ */
+extern PGconn *remote_connect_as(const char *conninfo, const char *what, bool replication,
+								 TimestampTz deadline);
 extern PGconn *remote_connect(const char *conninfo, const char *what, TimestampTz deadline);
 
 /*
@@ -32,5 +42,9 @@ extern PGconn *remote_connect(const char *conninfo, const char *what, TimestampT
  */
 extern PGresult *remote_exec(PGconn *conn, const char *query, int nparams,
 							 const char *const *params, TimestampTz deadline);
+
+/* Runs a simple query (a replication command) that must succeed, or ERROR. */
+extern PGresult *remote_command(PGconn *conn, const char *what, const char *conninfo,
+								const char *command);
 
 #endif

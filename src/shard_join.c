@@ -36,6 +36,8 @@
 
 #include "libpq-fe.h"
 
+#include "remote.h"
+
 PG_FUNCTION_INFO_V1(chash_shard_slot_name);
 PG_FUNCTION_INFO_V1(chash_conninfo_display);
 PG_FUNCTION_INFO_V1(chash_shard_remote_check);
@@ -49,178 +51,15 @@ PG_FUNCTION_INFO_V1(chash_directory_read_replica);
 /* The publication chash_directory_publish() creates on the directory database. */
 #define PUBLICATION_NAME "chash_directory"
 
-/* ---- naming the directory database without its password ---- */
-
-/* "host=... port=... dbname=..." of a conninfo, or a placeholder. */
-static char *
-conninfo_display(const char *conninfo)
-{
-	static const char *const shown[] = {"host", "hostaddr", "port", "dbname"};
-	PQconninfoOption *opts;
-	StringInfoData buf;
-
-	opts = PQconninfoParse(conninfo, NULL);
-	if (opts == NULL)
-		return pstrdup("(invalid connection string)");
-	initStringInfo(&buf);
-	for (int k = 0; k < lengthof(shown); k++)
-	{
-		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
-		{
-			if (strcmp(o->keyword, shown[k]) != 0 || o->val == NULL || o->val[0] == '\0')
-				continue;
-			if (buf.len > 0)
-				appendStringInfoChar(&buf, ' ');
-			appendStringInfo(&buf, "%s=%s", o->keyword, o->val);
-		}
-	}
-	PQconninfoFree(opts);
-	if (buf.len == 0)
-		appendStringInfoString(&buf, "(defaults)");
-	return buf.data;
-}
-
-/* The server's error of a failed connection or result, one line. */
-static char *
-remote_message(PGconn *conn, PGresult *res)
-{
-	const char *msg = NULL;
-	char	   *copy;
-	int			len;
-
-	if (res)
-		msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	if (msg == NULL)
-		msg = PQerrorMessage(conn);
-	copy = pstrdup(msg ? msg : "");
-	len = strlen(copy);
-	while (len > 0 && (copy[len - 1] == '\n' || copy[len - 1] == ' '))
-		copy[--len] = '\0';
-	return copy;
-}
-
-/* ---- connections that honour interrupts ---- */
-
 /* What the server at the other end is, for messages: reconcile reads shards. */
-static const char *remote_peer = "directory database";
-
-static void
-wait_socket(PGconn *conn, int events)
-{
-	int			rc;
-
-	rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
-						   PQsocket(conn), -1L, PG_WAIT_EXTENSION);
-	if (rc & WL_LATCH_SET)
-		ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-}
-
-/*
- * Opens a connection to the directory database (a replication connection
- * to its database when replication is true), or returns NULL with the
- * reason in *error.  The caller closes it (PQfinish), also on error: use
- * PG_TRY.
- */
-static PGconn *
-remote_try_connect(const char *conninfo, bool replication, char **error)
-{
-	const char *keys[] = {"dbname", "fallback_application_name", "replication", NULL};
-	const char *vals[] = {conninfo, "chash", "database", NULL};
-	PGconn	   *conn;
-	volatile PostgresPollingStatusType status = PGRES_POLLING_WRITING;
-
-	if (!replication)
-		keys[2] = NULL;
-	conn = PQconnectStartParams(keys, vals, true);
-	if (conn == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	if (PQstatus(conn) != CONNECTION_BAD)
-	{
-		PG_TRY();
-		{
-			while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
-			{
-				wait_socket(conn, status == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE);
-				status = PQconnectPoll(conn);
-			}
-		}
-		PG_CATCH();
-		{
-			PQfinish(conn);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-	}
-	if (PQstatus(conn) != CONNECTION_OK)
-	{
-		*error = remote_message(conn, NULL);
-		PQfinish(conn);
-		return NULL;
-	}
-	return conn;
-}
-
-/* As remote_try_connect, but ERROR 08001 when the connection fails. */
-static PGconn *
-remote_connect_as(const char *conninfo, bool replication)
-{
-	char	   *msg = NULL;
-	PGconn	   *conn = remote_try_connect(conninfo, replication, &msg);
-
-	if (conn == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not connect to the %s \"%s\"", remote_peer, conninfo_display(conninfo)),
-				 errdetail_internal("%s", msg)));
-	return conn;
-}
-
-static PGconn *
-remote_connect(const char *conninfo)
-{
-	return remote_connect_as(conninfo, false);
-}
-
-/*
- * Runs a query with text parameters and returns its result, waiting on
- * the latch.  A failed query is returned as it is (PQresultStatus tells).
- */
-static PGresult *
-remote_exec(PGconn *conn, const char *query, int nparams, const char *const *params)
-{
-	PGresult   *last = NULL;
-
-	if (!PQsendQueryParams(conn, query, nparams, NULL, params, NULL, NULL, 0))
-		return NULL;
-	for (;;)
-	{
-		PGresult   *res;
-
-		while (PQisBusy(conn))
-		{
-			wait_socket(conn, WL_SOCKET_READABLE);
-			if (!PQconsumeInput(conn))
-			{
-				PQclear(last);
-				return NULL;
-			}
-		}
-		res = PQgetResult(conn);
-		if (res == NULL)
-			break;
-		PQclear(last);
-		last = res;
-	}
-	return last;
-}
+static const char *remote_peer = "the directory database";
 
 /* Runs a query that must succeed; ERROR with the server's message. */
 static PGresult *
 remote_query(PGconn *conn, const char *conninfo, const char *query,
 			 int nparams, const char *const *params)
 {
-	PGresult   *res = remote_exec(conn, query, nparams, params);
+	PGresult   *res = remote_exec(conn, query, nparams, params, 0);
 
 	if (res == NULL || (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK))
 	{
@@ -233,7 +72,7 @@ remote_query(PGconn *conn, const char *conninfo, const char *query,
 		PQclear(res);
 		ereport(ERROR,
 				(errcode(code),
-				 errmsg("query on the %s \"%s\" failed", remote_peer, conninfo_display(conninfo)),
+				 errmsg("query on %s \"%s\" failed", remote_peer, remote_conninfo_display(conninfo)),
 				 errdetail_internal("%s", msg)));
 	}
 	return res;
@@ -278,7 +117,7 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 	*unreachable = false;
 	if (interruptible)
 	{
-		conn = remote_try_connect(conninfo, false, (char **) &error);
+		conn = remote_try_connect(conninfo, false, 0, (char **) &error);
 		if (conn == NULL)
 		{
 			*unreachable = true;
@@ -305,7 +144,7 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 			PGresult   *res;
 			const char *state;
 
-			res = interruptible ? remote_exec(conn, query, 1, params)
+			res = interruptible ? remote_exec(conn, query, 1, params, 0)
 				: PQexecParams(conn, query, 1, NULL, params, NULL, NULL, 0);
 			if (res && PQresultStatus(res) == PGRES_TUPLES_OK)
 			{
@@ -371,7 +210,7 @@ drop_created_slots(int level)
 				if (error)
 					ereport(WARNING,
 							(errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
+									p->slot_name, remote_conninfo_display(p->conninfo)),
 							 errdetail_internal("%s", error),
 							 errhint("Drop it there with pg_drop_replication_slot('%s').", p->slot_name)));
 			}
@@ -402,7 +241,7 @@ slot_xact_callback(XactEvent event, void *arg)
 					ereport(WARNING,
 							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
+									p->slot_name, remote_conninfo_display(p->conninfo)),
 							 errdetail("The directory database cannot be reached: %s", error),
 							 errhint("If that server comes back, drop the slot there with pg_drop_replication_slot('%s').",
 									 p->slot_name)));
@@ -410,7 +249,7 @@ slot_xact_callback(XactEvent event, void *arg)
 					ereport(ERROR,
 							(errcode(ERRCODE_OBJECT_IN_USE),
 							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
+									p->slot_name, remote_conninfo_display(p->conninfo)),
 							 errdetail_internal("%s", error),
 							 errhint("Make the directory database reachable, or drop the slot there with pg_drop_replication_slot('%s') and retry.",
 									 p->slot_name)));
@@ -500,7 +339,7 @@ chash_shard_slot_name(PG_FUNCTION_ARGS)
 Datum
 chash_conninfo_display(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(conninfo_display(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
+	PG_RETURN_TEXT_P(cstring_to_text(remote_conninfo_display(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
 }
 
 /*
@@ -532,10 +371,10 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 	shard = text_to_cstring(shard_t);
 	schema = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
-	where = conninfo_display(conninfo);
+	where = remote_conninfo_display(conninfo);
 
 	require_superuser("join a directory");
-	conn = remote_connect(conninfo);
+	conn = remote_connect(conninfo, remote_peer, 0);
 	PG_TRY();
 	{
 		PGresult   *res;
@@ -629,14 +468,14 @@ chash_shard_create_slot(PG_FUNCTION_ARGS)
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	require_superuser("join a directory");
-	conn = remote_connect(conninfo);
+	conn = remote_connect(conninfo, remote_peer, 0);
 	PG_TRY();
 	{
 		const char *params[1] = {slot_name};
 		PGresult   *res;
 
 		res = remote_exec(conn, "SELECT pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')",
-						  1, params);
+						  1, params, 0);
 		if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
 			char	   *msg = remote_message(conn, res);
@@ -649,7 +488,7 @@ chash_shard_create_slot(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(code),
 					 errmsg("could not create replication slot \"%s\" on the directory database \"%s\"",
-							slot_name, conninfo_display(conninfo)),
+							slot_name, remote_conninfo_display(conninfo)),
 					 errdetail_internal("%s", msg),
 					 errhint("The directory database needs wal_level = logical and a free replication slot, and the connecting role the REPLICATION attribute.")));
 		}
@@ -735,7 +574,7 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 		edata->internalpos = 0;
 		edata->cursorpos = 0;
 		if (edata->detail == NULL)
-			edata->detail = psprintf("The directory database is \"%s\".", conninfo_display(conninfo));
+			edata->detail = psprintf("The directory database is \"%s\".", remote_conninfo_display(conninfo));
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
@@ -744,53 +583,11 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 
 /* ---- failover (docs/shards.md, "Failover") ---- */
 
-/* Runs a simple query (a replication command) that must succeed. */
-static PGresult *
-remote_command(PGconn *conn, const char *conninfo, const char *command)
-{
-	PGresult   *last = NULL;
-
-	if (PQsendQuery(conn, command))
-	{
-		for (;;)
-		{
-			PGresult   *res;
-
-			while (PQisBusy(conn))
-			{
-				wait_socket(conn, WL_SOCKET_READABLE);
-				if (!PQconsumeInput(conn))
-					break;
-			}
-			res = PQgetResult(conn);
-			if (res == NULL)
-				break;
-			PQclear(last);
-			last = res;
-		}
-	}
-	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
-	{
-		char	   *msg = remote_message(conn, last);
-		const char *state = last ? PQresultErrorField(last, PG_DIAG_SQLSTATE) : NULL;
-		int			code = ERRCODE_CONNECTION_FAILURE;
-
-		if (state && strlen(state) == 5)
-			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
-		PQclear(last);
-		ereport(ERROR,
-				(errcode(code),
-				 errmsg("command on the directory database \"%s\" failed", conninfo_display(conninfo)),
-				 errdetail_internal("%s", msg)));
-	}
-	return last;
-}
-
 /* IDENTIFY_SYSTEM: "system identifier" and timeline of the server. */
 static void
 identify_system(PGconn *repl, const char *conninfo, char **sysid, int *timeline)
 {
-	PGresult   *res = remote_command(repl, conninfo, "IDENTIFY_SYSTEM");
+	PGresult   *res = remote_command(repl, remote_peer, conninfo, "IDENTIFY_SYSTEM");
 
 	*sysid = pstrdup(PQgetvalue(res, 0, 0));
 	*timeline = atoi(PQgetvalue(res, 0, 1));
@@ -858,7 +655,7 @@ chash_shard_directory_identity(PG_FUNCTION_ARGS)
 	require_superuser("join a directory");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	conn = remote_connect_as(conninfo, true);
+	conn = remote_connect_as(conninfo, remote_peer, true, 0);
 	PG_TRY();
 	{
 		identify_system(conn, conninfo, &sysid, &timeline);
@@ -904,9 +701,9 @@ chash_shard_slot_snapshot(PG_FUNCTION_ARGS)
 		char	   *snapshot;
 		char	   *tables;
 
-		repl = remote_connect_as(conninfo, true);
+		repl = remote_connect_as(conninfo, remote_peer, true, 0);
 		identify_system(repl, conninfo, &sysid, &timeline);
-		res = remote_command(repl, conninfo,
+		res = remote_command(repl, remote_peer, conninfo,
 							 psprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export')",
 									  quote_identifier(slot_name)));
 		remember(DROP_ON_ABORT, conninfo, slot_name);
@@ -916,7 +713,7 @@ chash_shard_slot_snapshot(PG_FUNCTION_ARGS)
 		PQclear(res);
 
 		/* the snapshot lives while repl stays idle: import it at once */
-		conn = remote_connect(conninfo);
+		conn = remote_connect(conninfo, remote_peer, 0);
 		PQclear(remote_query(conn, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
 		PQclear(remote_query(conn, conninfo,
 							 psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot)), 0, NULL));
@@ -950,11 +747,11 @@ chash_directory_read_replica(PG_FUNCTION_ARGS)
 	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	schema = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	require_superuser("reconcile a directory");
-	remote_peer = "shard";
+	remote_peer = "the shard";
 	conn = NULL;
 	PG_TRY();
 	{
-		conn = remote_connect(conninfo);
+		conn = remote_connect(conninfo, remote_peer, 0);
 		PQclear(remote_query(conn, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
 		tables = psprintf("{\"tables\": %s}", read_directory_tables(conn, conninfo, schema, true));
 		PQclear(remote_query(conn, conninfo, "COMMIT", 0, NULL));
@@ -962,7 +759,7 @@ chash_directory_read_replica(PG_FUNCTION_ARGS)
 	PG_FINALLY();
 	{
 		PQfinish(conn);
-		remote_peer = "directory database";
+		remote_peer = "the directory database";
 	}
 	PG_END_TRY();
 	PG_RETURN_DATUM(jsonb_from_cstring(tables));
