@@ -89,44 +89,8 @@ COMMENT ON FUNCTION @extschema@.chash_statement_check_follow() IS
 CREATE TRIGGER chash_statement_check_follow AFTER INSERT OR DELETE ON @extschema@.chash_shard_member
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.chash_statement_check_follow();
 
--- The view gains statement_check, at the end (CREATE OR REPLACE VIEW keeps
--- the columns before it).
-CREATE OR REPLACE VIEW @extschema@.chash_shard_status WITH (security_invoker = true) AS
-SELECT m.directory,
-       m.shard,
-       m.subscription,
-       d.version AS replicated_version,
-       CASE WHEN m.subscription IS NULL THEN true
-            ELSE s.oid IS NOT NULL AND NOT EXISTS (
-                SELECT FROM pg_subscription_rel r WHERE r.srsubid = s.oid AND r.srsubstate <> 'r')
-       END AS synced,
-       st.received_lsn,
-       st.last_msg_send_time AS last_sent,
-       CASE WHEN m.subscription IS NULL THEN interval '0'
-            ELSE pg_catalog.now() - st.last_msg_send_time
-       END AS lag,
-       t.present_tables,
-       t.missing_tables,
-       t.guarded_tables,
-       @extschema@.chash_statement_check_active() AS statement_check
-FROM @extschema@.chash_shard_member m
-LEFT JOIN @extschema@.chash_directory d ON d.name = m.directory
-LEFT JOIN pg_subscription s ON s.subname = m.subscription
-      AND s.subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-LEFT JOIN pg_stat_subscription st ON st.subid = s.oid AND st.relid IS NULL
-CROSS JOIN LATERAL (
-    SELECT coalesce(array_agg(x.table_name ORDER BY x.table_name)
-                    FILTER (WHERE to_regclass(x.table_name) IS NOT NULL), '{}') AS present_tables,
-           coalesce(array_agg(x.table_name ORDER BY x.table_name)
-                    FILTER (WHERE to_regclass(x.table_name) IS NULL), '{}') AS missing_tables,
-           coalesce(array_agg(x.table_name ORDER BY x.table_name)
-                    FILTER (WHERE EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = to_regclass(x.table_name)
-                                          AND g.tgname = ('chash_guard_' || left(md5(m.directory), 12))::name)),
-                    '{}') AS guarded_tables
-    FROM @extschema@.chash_table x WHERE x.directory = m.directory
-) t;
-COMMENT ON VIEW @extschema@.chash_shard_status IS
-    'per joined directory: shard, subscription, replicated version, initial copy done, lag (time since the directory database last sent), registered tables present and missing here, those guarded, and whether new sessions check statements that name a tenant';
+-- chash_shard_status gains statement_check: its column in the view's last
+-- definition (70_failover_state.sql).
 
 -- A shard joined before 1.2 (an INSERT of nothing fires the trigger).
 INSERT INTO @extschema@.chash_shard_member SELECT * FROM @extschema@.chash_shard_member WHERE false;
