@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include <libpq-fe.h>
+#include <xxhash.h>
 
 #define PROGNAME "chash_move"
 
@@ -104,6 +105,7 @@ typedef struct TableInfo
 	char	   *table_name;		/* stored quoted: schema.table */
 	char	   *tenant_column;
 	char	   *columns;		/* what COPY moves, "a, b" (step_check) */
+	char	   *typed_columns;	/* "a int, b text", the same on both shards (step_check) */
 	OwnedSequence *sequences;	/* the target's, of its columns (step_check) */
 	int			nsequences;
 } TableInfo;
@@ -115,6 +117,31 @@ extern bool owned_sequences(Server *tgt, TableInfo *table);
 extern char *step_predicate(Server *server, const TableInfo *table, const StepTarget *target);
 extern char *table_columns(Server *server, const TableInfo *table);
 extern void check_slot_index(Server *server, const TableInfo *table);
+extern char *columns_signature(const TableInfo *tables, int ntables);
+extern char *server_columns_signature(Server *server, const TableInfo *tables, int ntables);
+extern bool pair_checked(const char *src, const char *tgt, TableInfo *tables, int ntables);
+extern void pair_remember(const char *src, const char *tgt, const TableInfo *tables, int ntables);
+extern void pair_forget(const char *src, const char *tgt);
+
+/* ---- rowsum.c: the checksum of a binary COPY stream's rows ---- */
+typedef struct RowSum
+{
+	long long	rows;
+	uint64_t	sum;			/* of XXH64 of each row's bytes, mod 2^64 */
+	/* the parser */
+	int			state;
+	int			fields;			/* of the row, still to come */
+	long long	left;			/* bytes of the field (or header extension) to come */
+	size_t		need;			/* the fixed-size piece being read: its size */
+	size_t		have;			/* and how much of it is in part */
+	unsigned char part[19];
+	XXH64_state_t *hash;		/* of the row being read */
+} RowSum;
+
+extern void rowsum_init(RowSum *sum);
+extern void rowsum_feed(RowSum *sum, const char *data, size_t n);
+extern bool rowsum_whole(const RowSum *sum);
+extern void rowsum_free(RowSum *sum);
 
 /* ---- lease.c ---- */
 /*
@@ -164,7 +191,13 @@ typedef enum StepOutcome
 	STEP_FAILED					/* verification failed: released */
 } StepOutcome;
 
-extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows);
+/* a job's helper thread: the source side of its completed blocking batches */
+typedef struct Finisher Finisher;
+
+extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finisher *finisher);
+extern Finisher *finisher_start(void);
+extern void finisher_wait(Finisher *finisher);
+extern void finisher_stop(Finisher *finisher);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
 extern char *online_name(int step);

@@ -85,6 +85,7 @@ run_job(void *arg)
 	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
 	int			errors = 0;
 	double		rows_per_step = -1; /* measured over the batches moved */
+	Finisher   *finisher = finisher_start();
 
 	while (!stop_requested && !failed)
 	{
@@ -93,6 +94,8 @@ run_job(void *arg)
 		StepOutcome o;
 		int			tickets;
 		long long	rows;
+		bool		fresh;
+		int			nsteps;
 
 		if (errors > 0)
 		{
@@ -131,14 +134,17 @@ run_job(void *arg)
 		}
 		if (r == CLAIM_WAIT)
 		{
+			finisher_wait(finisher);	/* perhaps its own steps */
 			usleep(200 * 1000);
 			continue;
 		}
-		o = move_batch(&dir, &b, &rows);
-		if (o == STEP_MOVED && strcmp(b.state, "copying") == 0 && rows > 0)
+		fresh = strcmp(b.state, "copying") == 0;
+		nsteps = b.nsteps;
+		o = move_batch(&dir, &b, &rows, finisher);
+		if (o == STEP_MOVED && fresh && rows > 0)
 		{
 			/* the pace of the batches moved, the latest weighing most */
-			double		pace = (double) rows / b.nsteps;
+			double		pace = (double) rows / nsteps;
 
 			rows_per_step = rows_per_step < 0 ? pace : (rows_per_step + pace) / 2;
 		}
@@ -151,6 +157,7 @@ run_job(void *arg)
 		else if (o == STEP_RETRY)
 			errors++;
 	}
+	finisher_stop(finisher);
 	server_close(&dir);
 	return NULL;
 }

@@ -43,6 +43,26 @@ typedef enum Verdict
 	VERDICT_ERROR
 } Verdict;
 
+/* A completed batch whose rows are still to delete on its source, and what its line reports. */
+typedef struct Finish
+{
+	Batch		batch;
+	TableInfo  *tables;
+	int			ntables;
+	StepTarget	target;
+	bool		online;
+	long long	rows;
+	long long	bytes;
+	double		t_start,
+				t_checked,
+				t_fence,
+				t_waited,
+				t_copy0,
+				t_copy,
+				t_done,
+				t_stream;
+} Finish;
+
 /* ---- the shards this job talks to, one connection each ---- */
 static __thread Server **shards;	/* pointers: callers keep them across lookups */
 static __thread int nshards;
@@ -281,11 +301,90 @@ verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	return VERDICT_SAME;
 }
 
+/*
+ * The batch's rows of a table on the target, read back in COPY's binary
+ * format and summed as the source's stream was (rowsum.c).
+ */
+static bool
+target_sum(Server *tgt, const TableInfo *table, const StepTarget *target, RowSum *sum)
+{
+	char	   *pred = step_predicate(tgt, table, target);
+	char	   *sql = format_text("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT (FORMAT binary)",
+								  table->columns, table->table_name, pred);
+	PGresult   *res = server_exec(tgt, sql);
+	bool		ok = false;
+	char	   *buf;
+	int			n;
+
+	if (PQresultStatus(res) != PGRES_COPY_OUT)
+		report_result("error", format_text("could not read the copied rows on shard \"%s\"", tgt->name), res, tgt->conn);
+	else
+	{
+		PQclear(res);
+		while ((n = PQgetCopyData(tgt->conn, &buf, 0)) > 0)
+		{
+			rowsum_feed(sum, buf, n);
+			PQfreemem(buf);
+		}
+		res = last_result(tgt, sql);
+		ok = res != NULL && n == -1 && rowsum_whole(sum);
+	}
+	PQclear(res);
+	free(pred);
+	free(sql);
+	return ok;
+}
+
+/*
+ * A blocking copy's verification, inside the target's transaction: per
+ * table, the rows COPY FROM took and the target's rows of the batch read
+ * back, against the source's stream: the same count and checksum
+ * (docs/shards.md, "Verification" says why this misses no lost, extra or
+ * changed row).
+ */
+static Verdict
+verify_copy(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+			const Batch *batch, RowSum *sums, const long long *taken)
+{
+	for (int i = 0; i < ntables; i++)
+	{
+		RowSum		back;
+		bool		same;
+
+		rowsum_init(&back);
+		if (!target_sum(tgt, &tables[i], target, &back))
+		{
+			rowsum_free(&back);
+			return VERDICT_ERROR;
+		}
+		same = back.rows == sums[i].rows && back.sum == sums[i].sum && taken[i] == sums[i].rows;
+		if (!same)
+		{
+			char	   *which = describe(batch);
+
+			report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
+				   which, migration.id, tables[i].table_name, src->name, tgt->name);
+			report("detail", "The source sent %lld rows (checksum %llu), the target took %lld and has %lld rows (checksum %llu). "
+				   "The %s released: %s rows stay on shard \"%s\", which still owns them.",
+				   sums[i].rows, (unsigned long long) sums[i].sum, taken[i], back.rows,
+				   (unsigned long long) back.sum,
+				   batch->nsteps == 1 ? "step was" : "steps were", batch->nsteps == 1 ? "its" : "their", src->name);
+			free(which);
+			report("hint", "Something changed the moving rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",
+				   tgt->name);
+		}
+		rowsum_free(&back);
+		if (!same)
+			return VERDICT_DIFFERENT;
+	}
+	return VERDICT_SAME;
+}
+
 /* ---- copying ---- */
 
-/* The column names of a table, the same on both shards, or NULL. */
+/* The column names of a table, the same on both shards, or NULL; the typed list kept in *typed. */
 static char *
-common_columns(Server *src, Server *tgt, const TableInfo *table)
+common_columns(Server *src, Server *tgt, const TableInfo *table, char **typed)
 {
 	char	   *a = table_columns(src, table);
 	char	   *b = a ? table_columns(tgt, table) : NULL;
@@ -327,7 +426,7 @@ common_columns(Server *src, Server *tgt, const TableInfo *table)
 			depth += (*q == '(') - (*q == ')');
 		p = *q ? q + 2 : q;
 	}
-	free(a);
+	*typed = a;
 	free(b);
 	return names;
 }
@@ -343,18 +442,43 @@ common_columns(Server *src, Server *tgt, const TableInfo *table)
 static bool
 step_check(Server *src, Server *tgt, TableInfo *tables, int ntables)
 {
+	if (pair_checked(src->name, tgt->name, tables, ntables))
+		return true;
 	if (!order_tables(src, tables, ntables))
 		return false;
 	for (int i = 0; i < ntables; i++)
-		if ((tables[i].columns = common_columns(src, tgt, &tables[i])) == NULL
+		if ((tables[i].columns = common_columns(src, tgt, &tables[i], &tables[i].typed_columns)) == NULL
 			|| !owned_sequences(tgt, &tables[i]))
 			return false;
+	pair_remember(src->name, tgt->name, tables, ntables);
 	return true;
+}
+
+/*
+ * Inside the copy's transactions: both shards still have the columns the
+ * pair's checks saw (else the batch is given back and the pair checked
+ * again: a column's type can change without changing COPY's bytes).
+ */
+static bool
+columns_unchanged(Server *src, Server *tgt, const TableInfo *tables, int ntables)
+{
+	char	   *want = columns_signature(tables, ntables);
+	char	   *a = server_columns_signature(src, tables, ntables);
+	char	   *b = a ? server_columns_signature(tgt, tables, ntables) : NULL;
+	bool		same = a != NULL && b != NULL && strcmp(a, want) == 0 && strcmp(b, want) == 0;
+
+	if (a != NULL && b != NULL && !same && options.verbose)
+		report("info", "the registered tables' columns changed on shard \"%s\" or shard \"%s\" since they were checked; checking again",
+			   src->name, tgt->name);
+	free(want);
+	free(a);
+	free(b);
+	return same;
 }
 
 static long long
 copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
-		   const StepTarget *target, long long *bytes)
+		   const StepTarget *target, long long *bytes, RowSum *sum)
 {
 	char	   *pred_src = step_predicate(src, table, target);
 	char	   *out = format_text("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT (FORMAT binary)",
@@ -384,6 +508,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	PQclear(res);
 	while ((n = PQgetCopyData(src->conn, &buf, 0)) > 0)
 	{
+		rowsum_feed(sum, buf, n);
 		if (PQputCopyData(tgt->conn, buf, n) != 1)
 		{
 			PQfreemem(buf);
@@ -415,6 +540,12 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		goto done;
 	rows = atoll(PQcmdTuples(res));
 	PQclear(res);
+	if (!rowsum_whole(sum))
+	{
+		report("error", "the COPY stream of table \"%s\" from shard \"%s\" was cut or is not COPY's binary format",
+			   table->table_name, src->name);
+		rows = -1;
+	}
 done:
 	free(pred_src);
 	free(out);
@@ -519,6 +650,8 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		  const Batch *batch, long long *rows, long long *bytes)
 {
 	Verdict		v = VERDICT_ERROR;
+	RowSum	   *sums = calloc(ntables > 0 ? ntables : 1, sizeof(RowSum));	/* of the source's streams */
+	long long  *taken = calloc(ntables > 0 ? ntables : 1, sizeof(long long));	/* COPY FROM's counts */
 
 	*rows = 0;
 	*bytes = 0;
@@ -546,16 +679,21 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		}
 		PQclear(res);
 	}
+	if (!columns_unchanged(src, tgt, tables, ntables))
+		goto out;
 	for (int i = 0; i < ntables; i++)
 	{
-		long long	n = copy_table(src, tgt, &tables[i], tables[i].columns, target, bytes);
+		long long	n;
 
+		rowsum_init(&sums[i]);
+		n = copy_table(src, tgt, &tables[i], tables[i].columns, target, bytes, &sums[i]);
 		if (n < 0)
 			goto out;
+		taken[i] = n;
 		*rows += n;
 		counters_add(n, 0);
 	}
-	v = verify(src, tgt, tables, ntables, target, batch, NULL);
+	v = verify_copy(src, tgt, tables, ntables, target, batch, sums, taken);
 	if (v == VERDICT_SAME)
 	{
 		/* commit the copy only while the steps are still ours */
@@ -575,6 +713,10 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 out:
 	rollback(tgt);
 	rollback(src);
+	for (int i = 0; i < ntables; i++)
+		rowsum_free(&sums[i]);
+	free(sums);
+	free(taken);
 	return v;
 }
 
@@ -660,9 +802,182 @@ give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		rollback(dir);
 }
 
-StepOutcome
-move_batch(Server *dir, Batch *b, long long *moved)
+/*
+ * A completed batch's source side: once the source's replica routes its
+ * rows to the target, they are deleted there (one DELETE per table) and
+ * the leases finished; then the batch's line.  False: left to the leases
+ * (a takeover deletes them).
+ */
+static bool
+finish_source(Server *dir, Server *src, Finish *f)
 {
+	Batch	   *b = &f->batch;
+	StepTarget *target = &f->target;
+	bool		one = b->nsteps == 1;
+	double		t_applied,
+				t_delete;
+
+	if (!wait_replica(src, b, "{done}", "completion"))
+		return false;
+	t_applied = now_seconds();
+	if (!lease_lock(dir, b, "{done}"))
+		return false;
+	t_delete = now_seconds();
+	if (delete_rows(src, f->tables, f->ntables, target) < 0 || !lease_call(dir, "finish", b, NULL)
+		|| !lease_unlock(dir, true))
+	{
+		rollback(dir);
+		return false;
+	}
+	pthread_mutex_lock(&counters_lock);
+	counters.steps += b->nsteps;
+	pthread_mutex_unlock(&counters_lock);
+	if (options.verbose)
+	{
+		char	   *which = describe(b);
+		char	   *what = !one ? format_text("%d %s", b->nsteps, target->slot >= 0 ? "slots" : "tenants")
+			: target->slot >= 0 ? format_text("slot %d", target->slot)
+			: format_text("tenant %s", escape_literal(src->conn, target->tenant));
+
+		if (f->t_fence > 0 && f->online)
+		{
+			char	   *name = online_name(b->steps[0]);
+
+			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
+				   which, what, b->from_shard, b->to_shard, name,
+				   f->rows, f->t_stream, f->t_copy - f->t_copy0, f->t_done - f->t_fence);
+			free(name);
+		}
+		else if (f->t_fence > 0 && one)
+			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
+				   which, what, b->from_shard, b->to_shard,
+				   f->rows, f->bytes / 1024.0, f->t_copy - f->t_copy0, f->t_done - f->t_fence);
+		else if (f->t_fence > 0)
+			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s; "
+				   "checks %.3f s, fence %.3f s, shards at the fence %.3f s, complete %.3f s, "
+				   "source at the completion %.3f s, delete on the source %.3f s, the batch %.3f s",
+				   which, what, b->from_shard, b->to_shard,
+				   f->rows, f->bytes / 1024.0, f->t_copy - f->t_copy0, f->t_done - f->t_fence,
+				   f->t_checked - f->t_start, f->t_fence - f->t_checked, f->t_waited - f->t_fence,
+				   f->t_done - f->t_copy, t_applied - f->t_done, now_seconds() - t_delete,
+				   now_seconds() - f->t_start);
+		else
+			report("info", "%s: %s: deleted the moved rows on shard \"%s\"", which, what, b->from_shard);
+		free(what);
+		free(which);
+	}
+	return true;
+}
+
+/* ---- the finisher: a job's completed batches' source side, beside its next batch ---- */
+struct Finisher
+{
+	pthread_t	thread;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	Finish	   *pending;		/* being finished; NULL: idle */
+	bool		quit;
+};
+
+static void *
+finisher_main(void *arg)
+{
+	Finisher   *fi = arg;
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+
+	for (;;)
+	{
+		Finish	   *f;
+
+		pthread_mutex_lock(&fi->lock);
+		while (fi->pending == NULL && !fi->quit)
+			pthread_cond_wait(&fi->changed, &fi->lock);
+		f = fi->pending;
+		pthread_mutex_unlock(&fi->lock);
+		if (f == NULL)
+			break;
+		/* as a job retries a batch: a second a try, 30 tries */
+		for (int attempt = 1;; attempt++)
+		{
+			Server	   *src = server_open(&dir) ? shard(&dir, f->batch.from_shard) : NULL;
+
+			if (src != NULL && finish_source(&dir, src, f))
+				break;
+			if (stop_requested || failed || config_error)
+				break;			/* left to the leases */
+			if (attempt >= 30)
+			{
+				report("error", "giving up after %d failed attempts in a row", attempt);
+				failed = true;
+				break;
+			}
+			sleep(1);
+		}
+		lease_unhold(&f->batch);
+		batch_free(&f->batch);
+		free_tables(f->tables, f->ntables);
+		free(f);
+		pthread_mutex_lock(&fi->lock);
+		fi->pending = NULL;
+		pthread_cond_broadcast(&fi->changed);
+		pthread_mutex_unlock(&fi->lock);
+	}
+	server_close(&dir);
+	return NULL;
+}
+
+Finisher *
+finisher_start(void)
+{
+	Finisher   *fi = calloc(1, sizeof(Finisher));
+
+	pthread_mutex_init(&fi->lock, NULL);
+	pthread_cond_init(&fi->changed, NULL);
+	pthread_create(&fi->thread, NULL, finisher_main, fi);
+	return fi;
+}
+
+/* Hands a completed batch over (taking its batch and tables), once the one before is finished. */
+static void
+finisher_give(Finisher *fi, const Finish *f)
+{
+	Finish	   *copy = malloc(sizeof(Finish));
+
+	*copy = *f;
+	pthread_mutex_lock(&fi->lock);
+	while (fi->pending != NULL)
+		pthread_cond_wait(&fi->changed, &fi->lock);
+	fi->pending = copy;
+	pthread_cond_broadcast(&fi->changed);
+	pthread_mutex_unlock(&fi->lock);
+}
+
+/* Waits until the batch handed over is finished (or left to its leases). */
+void
+finisher_wait(Finisher *fi)
+{
+	pthread_mutex_lock(&fi->lock);
+	while (fi->pending != NULL)
+		pthread_cond_wait(&fi->changed, &fi->lock);
+	pthread_mutex_unlock(&fi->lock);
+}
+
+void
+finisher_stop(Finisher *fi)
+{
+	finisher_wait(fi);
+	pthread_mutex_lock(&fi->lock);
+	fi->quit = true;
+	pthread_cond_broadcast(&fi->changed);
+	pthread_mutex_unlock(&fi->lock);
+	pthread_join(fi->thread, NULL);
+	free(fi);
+}
+
+StepOutcome
+move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
+{
+	Finish		f = {0};
 	StepTarget	target = {b->slots[0], b->tenants[0], b->nsteps, b->slot_list, b->tenant_list};
 	TableInfo  *tables = NULL;
 	int			ntables;
@@ -680,7 +995,8 @@ move_batch(Server *dir, Batch *b, long long *moved)
 				t_copy = 0,
 				t_done = 0,		/* to here */
 				t_start = now_seconds(),
-				t_delete = 0;	/* the source's delete from here */
+				t_checked = 0,	/* the checks before the fence done */
+				t_waited = 0;	/* the shards at the fence */
 	StepOutcome outcome = STEP_RETRY;
 
 	*moved = 0;
@@ -709,6 +1025,7 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	else if (!online_drop_batch(src, tgt, b))
 		goto retry;
 
+	t_checked = now_seconds();
 	if (strcmp(b->state, "cancelled") == 0)
 	{
 		/* cancelled while a mover held them: take their copy off the target */
@@ -784,6 +1101,7 @@ move_batch(Server *dir, Batch *b, long long *moved)
 			goto give_back;
 		if (stop_requested)
 			goto give_back;
+		t_waited = now_seconds();
 
 		/* 2 and 3 */
 		t_copy0 = now_seconds();
@@ -849,52 +1167,36 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	if (online && !online_drop(src, tgt, step))
 		goto retry;
 
-	/* the moved rows off the source, once it routes them to the target: one delete per table */
-	if (!wait_replica(src, b, "{done}", "completion"))
-		goto retry;
-	if (!lease_lock(dir, b, "{done}"))
-		goto retry;
-	t_delete = now_seconds();
-	if (delete_rows(src, tables, ntables, &target) < 0 || !lease_call(dir, "finish", b, NULL)
-		|| !lease_unlock(dir, true))
-	{
-		rollback(dir);
-		goto retry;
-	}
-	pthread_mutex_lock(&counters_lock);
-	counters.steps += b->nsteps;
-	pthread_mutex_unlock(&counters_lock);
+	f.batch = *b;
+	f.tables = tables;
+	f.ntables = ntables;
+	f.target = target;
+	f.online = online;
+	f.rows = rows;
+	f.bytes = bytes;
+	f.t_start = t_start;
+	f.t_checked = t_checked;
+	f.t_fence = t_fence;
+	f.t_waited = t_waited;
+	f.t_copy0 = t_copy0;
+	f.t_copy = t_copy;
+	f.t_done = t_done;
+	f.t_stream = t_stream;
 	*moved = rows;
-	if (options.verbose)
+	if (!online && finisher != NULL)
 	{
-		char	   *which = describe(b);
-		char	   *what = !one ? format_text("%d %s", b->nsteps, target.slot >= 0 ? "slots" : "tenants")
-			: target.slot >= 0 ? format_text("slot %d", target.slot)
-			: format_text("tenant %s", escape_literal(src->conn, target.tenant));
-
-		if (t_fence > 0 && online)
-		{
-			char	   *name = online_name(step);
-
-			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
-				   which, what, b->from_shard, b->to_shard, name,
-				   rows, t_stream, t_copy - t_copy0, t_done - t_fence);
-			free(name);
-		}
-		else if (t_fence > 0 && one)
-			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
-				   which, what, b->from_shard, b->to_shard,
-				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence);
-		else if (t_fence > 0)
-			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s; "
-				   "checks %.3f s, delete on the source %.3f s, the batch %.3f s",
-				   which, what, b->from_shard, b->to_shard,
-				   rows, bytes / 1024.0, t_copy - t_copy0, t_done - t_fence,
-				   t_fence - t_start, now_seconds() - t_delete, now_seconds() - t_start);
-		else
-			report("info", "%s: %s: deleted the moved rows on shard \"%s\"", which, what, b->from_shard);
-		free(what);
-		free(which);
+		/* the completion is committed: the source's side goes on beside the next batch */
+		finisher_give(finisher, &f);
+		memset(b, 0, sizeof(*b));
+		tables = NULL;
+		ntables = 0;
+		outcome = STEP_MOVED;
+		goto out;
+	}
+	if (!finish_source(dir, src, &f))
+	{
+		*moved = 0;
+		goto retry;
 	}
 	outcome = STEP_MOVED;
 	goto out;
@@ -916,6 +1218,8 @@ retry:
 	/* the leases run out and this or another mover takes the steps over */
 	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
 out:
+	if (outcome != STEP_MOVED)
+		pair_forget(b->from_shard, b->to_shard);
 	free_tables(tables, ntables);
 	return outcome;
 }

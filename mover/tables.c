@@ -7,13 +7,181 @@
  * expression index on it is, so the planner can use one; pins are read
  * from the shard's replica of chash_override.  Foreign keys between the
  * registered tables order them: a step copies parents first and deletes
- * children first.
+ * children first.  The checks of a shard pair (step.c, step_check) are
+ * kept for the run: later batches of the pair reuse them while the
+ * registered tables and their columns stay the same, and a batch that
+ * fails forgets them.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chash_move.h"
+
+/* ---- the checks of a shard pair, kept for the run ---- */
+typedef struct PairChecks
+{
+	char	   *src;
+	char	   *tgt;
+	char	   *names;			/* the registered tables, in name order */
+	TableInfo  *tables;			/* checked, in foreign-key order */
+	int			ntables;
+} PairChecks;
+
+static pthread_mutex_t pairs_lock = PTHREAD_MUTEX_INITIALIZER;
+static PairChecks *pairs;
+static int	npairs;
+
+/* "a\nb": the table names as registered_tables returns them (name order) */
+static char *
+names_in_order(const TableInfo *tables, int ntables)
+{
+	char	   *out = format_text("%s", "");
+
+	for (int i = 0; i < ntables; i++)
+	{
+		char	   *longer = format_text("%s%s\n", out, tables[i].table_name);
+
+		free(out);
+		out = longer;
+	}
+	return out;
+}
+
+static char *
+copy_or_null(const char *s)
+{
+	return s ? format_text("%s", s) : NULL;
+}
+
+static void
+copy_checked(TableInfo *to, const TableInfo *from)
+{
+	to->columns = copy_or_null(from->columns);
+	to->typed_columns = copy_or_null(from->typed_columns);
+	to->nsequences = from->nsequences;
+	to->sequences = calloc(from->nsequences > 0 ? from->nsequences : 1, sizeof(OwnedSequence));
+	for (int j = 0; j < from->nsequences; j++)
+	{
+		to->sequences[j].column = copy_or_null(from->sequences[j].column);
+		to->sequences[j].sequence = copy_or_null(from->sequences[j].sequence);
+		to->sequences[j].ascending = from->sequences[j].ascending;
+	}
+}
+
+static int
+find_pair(const char *src, const char *tgt)
+{
+	for (int i = 0; i < npairs; i++)
+		if (strcmp(pairs[i].src, src) == 0 && strcmp(pairs[i].tgt, tgt) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * The tables (fresh from registered_tables, in name order) as the pair's
+ * checks left them: in foreign-key order, with their columns and the
+ * target's sequences.  False when the pair was not checked with these
+ * tables.
+ */
+bool
+pair_checked(const char *src, const char *tgt, TableInfo *tables, int ntables)
+{
+	char	   *names = names_in_order(tables, ntables);
+	bool		found = false;
+	int			i;
+
+	pthread_mutex_lock(&pairs_lock);
+	i = find_pair(src, tgt);
+	if (i >= 0 && strcmp(pairs[i].names, names) == 0 && pairs[i].ntables == ntables)
+	{
+		TableInfo  *sorted = calloc(ntables > 0 ? ntables : 1, sizeof(TableInfo));
+
+		found = true;
+		for (int k = 0; k < ntables && found; k++)
+		{
+			found = false;
+			for (int j = 0; j < ntables && !found; j++)
+				if (strcmp(tables[j].table_name, pairs[i].tables[k].table_name) == 0)
+				{
+					sorted[k] = tables[j];
+					copy_checked(&sorted[k], &pairs[i].tables[k]);
+					found = true;
+				}
+		}
+		if (found)
+			memcpy(tables, sorted, ntables * sizeof(TableInfo));
+		free(sorted);
+	}
+	pthread_mutex_unlock(&pairs_lock);
+	free(names);
+	return found;
+}
+
+/* The tables as step_check left them, for the pair's next batches. */
+void
+pair_remember(const char *src, const char *tgt, const TableInfo *tables, int ntables)
+{
+	PairChecks	p = {copy_or_null(src), copy_or_null(tgt), NULL, calloc(ntables > 0 ? ntables : 1, sizeof(TableInfo)), ntables};
+	TableInfo  *by_name = calloc(ntables > 0 ? ntables : 1, sizeof(TableInfo));
+
+	for (int i = 0; i < ntables; i++)
+	{
+		p.tables[i].table_name = copy_or_null(tables[i].table_name);
+		p.tables[i].tenant_column = copy_or_null(tables[i].tenant_column);
+		copy_checked(&p.tables[i], &tables[i]);
+		by_name[i] = tables[i];
+	}
+	/* the key is the name order registered_tables gives */
+	for (int i = 1; i < ntables; i++)
+		for (int j = i; j > 0 && strcmp(by_name[j - 1].table_name, by_name[j].table_name) > 0; j--)
+		{
+			TableInfo	t = by_name[j];
+
+			by_name[j] = by_name[j - 1];
+			by_name[j - 1] = t;
+		}
+	p.names = names_in_order(by_name, ntables);
+	free(by_name);
+	pair_forget(src, tgt);
+	pthread_mutex_lock(&pairs_lock);
+	pairs = realloc(pairs, (npairs + 1) * sizeof(PairChecks));
+	pairs[npairs++] = p;
+	pthread_mutex_unlock(&pairs_lock);
+}
+
+void
+pair_forget(const char *src, const char *tgt)
+{
+	int			i;
+
+	pthread_mutex_lock(&pairs_lock);
+	if ((i = find_pair(src, tgt)) >= 0)
+	{
+		free(pairs[i].src);
+		free(pairs[i].tgt);
+		free(pairs[i].names);
+		free_tables(pairs[i].tables, pairs[i].ntables);
+		pairs[i] = pairs[--npairs];
+	}
+	pthread_mutex_unlock(&pairs_lock);
+}
+
+/* The typed columns of every table, one line each, as checked. */
+char *
+columns_signature(const TableInfo *tables, int ntables)
+{
+	char	   *out = format_text("%s", "");
+
+	for (int i = 0; i < ntables; i++)
+	{
+		char	   *longer = format_text("%s%s%s", out, i ? "\n" : "", tables[i].typed_columns);
+
+		free(out);
+		out = longer;
+	}
+	return out;
+}
 
 int
 registered_tables(Server *dir, TableInfo **tables)
@@ -46,6 +214,7 @@ free_tables(TableInfo *tables, int ntables)
 		free(tables[i].table_name);
 		free(tables[i].tenant_column);
 		free(tables[i].columns);
+		free(tables[i].typed_columns);
 		for (int j = 0; j < tables[i].nsequences; j++)
 		{
 			free(tables[i].sequences[j].column);
@@ -247,6 +416,14 @@ step_predicate(Server *server, const TableInfo *table, const StepTarget *target)
 	return result;
 }
 
+/* the typed columns of table %s, "a int, b text" (NULL: no such table) */
+#define COLUMNS_OF \
+	"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) OPERATOR(pg_catalog.||) ' ' " \
+	"       OPERATOR(pg_catalog.||) pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) " \
+	"  FROM pg_catalog.pg_attribute a " \
+	" WHERE a.attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(%s) AND a.attnum > 0 " \
+	"   AND NOT a.attisdropped AND a.attgenerated OPERATOR(pg_catalog.=) ''"
+
 /*
  * The columns COPY moves (not generated ones), as "a, b, c", with their
  * types, so a table that differs between two shards is refused rather
@@ -259,12 +436,7 @@ table_columns(Server *server, const TableInfo *table)
 	PGresult   *res;
 	char	   *columns;
 
-	res = query(server,
-				"SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) || ' '"
-				"       || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum) "
-				"  FROM pg_catalog.pg_attribute a "
-				" WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attnum > 0 "
-				"   AND NOT a.attisdropped AND a.attgenerated = ''", 1, params);
+	res = query(server, format_text(COLUMNS_OF, "$1"), 1, params);
 	if (res == NULL)
 		return NULL;
 	if (PQgetisnull(res, 0, 0))
@@ -279,6 +451,29 @@ table_columns(Server *server, const TableInfo *table)
 	columns = format_text("%s", PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return columns;
+}
+
+/*
+ * The tables' columns there now, as columns_signature writes the checked
+ * ones: a batch whose shards changed since the checks is not copied (its
+ * pair is checked again).  One statement for every table; NULL on error.
+ */
+char *
+server_columns_signature(Server *server, const TableInfo *tables, int ntables)
+{
+	char	   *array = names_array((TableInfo *) tables, ntables);
+	const char *params[1] = {array};
+	PGresult   *res = query(server, format_text(
+		"SELECT COALESCE(pg_catalog.string_agg(COALESCE((%s), ''), E'\\n' ORDER BY t.i), '') "
+		"  FROM pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY t(name, i)",
+		format_text(COLUMNS_OF, "t.name")), 1, params);
+	char	   *out = NULL;
+
+	free(array);
+	if (res != NULL)
+		out = format_text("%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return out;
 }
 
 /* "says once" when a shard has no index for the step's rows */
