@@ -26,10 +26,13 @@ typedef struct MoveOptions
 	long long	max_steps;		/* -1: no limit */
 	int			batch_steps;	/* the most steps one batch claims */
 	long long	batch_rows;		/* the rows a batch aims at (0: no bound) */
+	bool		batch_rows_given;	/* --batch-rows was given */
 	long long	batch_bytes;	/* the bytes a batch aims at (0: no bound) */
 	int			lease_seconds;
 	bool		verbose;
 	bool		online;			/* --online: copy by logical replication */
+	long long	max_rate;		/* --max-rate: rows a second across jobs (0: no bound) */
+	bool		dry_run;		/* --dry-run: print the batches, move nothing */
 	const char *conninfo;		/* the directory database */
 } MoveOptions;
 
@@ -82,6 +85,9 @@ extern volatile sig_atomic_t stop_requested;
 extern volatile bool failed;	/* a step failed: every job stops */
 extern volatile bool config_error;	/* a shard cannot be used as configured */
 extern int	mover_run(const char *holder_prefix);
+
+/* ---- plan.c: --dry-run ---- */
+extern int	dry_run(void);
 
 /* ---- tables.c: registered tables and the rows of a step ---- */
 typedef struct StepTarget
@@ -194,6 +200,7 @@ typedef enum StepOutcome
 /* a job's helper thread: the source side of its completed blocking batches */
 typedef struct Finisher Finisher;
 
+extern Server *shard(Server *dir, const char *name);
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finisher *finisher);
 extern Finisher *finisher_start(void);
 extern void finisher_wait(Finisher *finisher);
@@ -228,6 +235,7 @@ extern void progress_draw(bool final);
 extern void progress_clear(void);
 extern bool progress_on;
 extern void counters_add(long long rows, long long bytes);
+extern void rate_take(long long rows);
 extern double now_seconds(void);
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "chash_move.h"
 
-MoveOptions options = {0, NULL, 1, -1, 1000000, 50000, 0, 30, false, false, NULL};
+MoveOptions options = {0, NULL, 1, -1, 1000000, 50000, false, 0, 30, false, false, 0, false, NULL};
 
 static void
 usage(void)
@@ -27,6 +27,9 @@ usage(void)
 	printf("      --batch-rows=N      aim at N rows a batch, 0 for no bound (default: 50000)\n");
 	printf("      --batch-bytes=N     at most N bytes a batch, as far as chash_tenant_size\n"
 		   "                          knows the tenants (default: no bound)\n");
+	printf("      --max-rate=ROWS     move at most ROWS rows a second, all jobs together\n");
+	printf("      --dry-run           print the batches with their rows, bytes and estimated\n"
+		   "                          time, then exit; moves nothing\n");
 	printf("      --lease=SECONDS     how long a step stays held without renewal (default: 30)\n");
 	printf("      --online            copy with logical replication while writes go on;\n"
 		   "                          writes wait only for the final catch-up\n");
@@ -70,6 +73,8 @@ parse_options(int argc, char **argv)
 		{"batch-rows", required_argument, NULL, 'R'},
 		{"batch-bytes", required_argument, NULL, 'B'},
 		{"online", no_argument, NULL, 'O'},
+		{"max-rate", required_argument, NULL, 'M'},
+		{"dry-run", no_argument, NULL, 'D'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
@@ -105,12 +110,19 @@ parse_options(int argc, char **argv)
 				break;
 			case 'R':
 				options.batch_rows = parse_count("--batch-rows", optarg, 0, INT64_MAX);
+				options.batch_rows_given = true;
 				break;
 			case 'B':
 				options.batch_bytes = parse_count("--batch-bytes", optarg, 0, INT64_MAX);
 				break;
 			case 'O':
 				options.online = true;
+				break;
+			case 'M':
+				options.max_rate = parse_count("--max-rate", optarg, 1, INT64_MAX);
+				break;
+			case 'D':
+				options.dry_run = true;
 				break;
 			case 'v':
 				options.verbose = true;
@@ -141,5 +153,8 @@ parse_options(int argc, char **argv)
 		report("error", "options --migration and --directory cannot be used together");
 		exit(2);
 	}
+	/* under --max-rate a batch aims at half a second of rows (unless --batch-rows says): its write block stays short */
+	if (options.max_rate > 0 && !options.batch_rows_given && options.batch_rows > options.max_rate / 2)
+		options.batch_rows = options.max_rate / 2 > 0 ? options.max_rate / 2 : 1;
 	options.conninfo = argv[optind];
 }

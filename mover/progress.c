@@ -1,8 +1,9 @@
 /*
  * The progress line, on a terminal only (stderr), redrawn in place:
- * "1,200 of 3,276 slots · 2,400,000 rows · 41 MB/s · 3 min left".
+ * "1,200 of 3,276 slots · 2,400,000 rows · 52,000 rows/s · 41 MB/s · 3 min left".
  * Rows and bytes are this process's; steps done and the total are the
- * migration's, from chash_migration_progress.
+ * migration's, from chash_migration_progress, and the time left is the
+ * whole migration's at this run's pace.  And --max-rate's throttle.
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,44 @@ counters_add(long long rows, long long bytes)
 	counters.rows += rows;
 	counters.bytes += bytes;
 	pthread_mutex_unlock(&counters_lock);
+}
+
+/*
+ * --max-rate: a bucket of a tenth of a second's rows, shared by the jobs;
+ * a copy takes its rows from it as they stream, and waits when it is
+ * empty, so the rows of any second stay within the rate (plus a tenth).
+ */
+void
+rate_take(long long rows)
+{
+	static pthread_mutex_t rate_lock = PTHREAD_MUTEX_INITIALIZER;
+	static double at;
+	static double credit;
+	double		cap = options.max_rate / 10.0 > 1 ? options.max_rate / 10.0 : 1;
+	double		wait;
+	double		t;
+
+	if (options.max_rate <= 0 || rows <= 0)
+		return;
+	pthread_mutex_lock(&rate_lock);
+	t = now_seconds();
+	if (at == 0)
+		credit = cap;
+	else
+		credit += (t - at) * options.max_rate;
+	if (credit > cap)
+		credit = cap;
+	at = t;
+	credit -= rows;
+	wait = credit < 0 ? -credit / options.max_rate : 0;
+	pthread_mutex_unlock(&rate_lock);
+	while (wait > 0 && !stop_requested)
+	{
+		double		nap = wait > 0.1 ? 0.1 : wait;
+
+		usleep((useconds_t) (nap * 1e6));
+		wait -= nap;
+	}
 }
 
 /* 1234567 -> "1,234,567" */
@@ -92,6 +131,7 @@ progress_draw(bool final)
 	char		a[32],
 				b[32],
 				r[32],
+				pace[32],
 				left[32] = "";
 	char		line[256];
 
@@ -118,8 +158,9 @@ progress_draw(bool final)
 		duration((c.total - c.done) / rate, left, sizeof(left));
 		strcat(left, " left");
 	}
-	snprintf(line, sizeof(line), "%s of %s %s \u00b7 %s rows \u00b7 %.1f MB/s%s%s",
+	snprintf(line, sizeof(line), "%s of %s %s \u00b7 %s rows \u00b7 %s rows/s \u00b7 %.1f MB/s%s%s",
 			 grouped(c.done, a), grouped(c.total, b), c.unit, grouped(c.rows, r),
+			 grouped(elapsed > 0 ? (long long) (c.rows / elapsed) : 0, pace),
 			 elapsed > 0 ? c.bytes / elapsed / 1e6 : 0.0, left[0] ? " \u00b7 " : "", left);
 	pthread_mutex_lock(&output_lock);
 	fprintf(stderr, "\r\033[K%s", line);

@@ -367,6 +367,8 @@ mover_run(const char *holder_prefix)
 
 	if ((status = find_migration()) >= 0)
 		return status;
+	if (options.dry_run)
+		return dry_run();
 	gethostname(host, sizeof(host) - 1);
 	snprintf(migration.holder, sizeof(migration.holder), "%s %s pid %d", holder_prefix, host, (int) getpid());
 

@@ -82,7 +82,7 @@ warn_no_wait_fence(Server *server)
 	free(key);
 }
 
-static Server *
+Server *
 shard(Server *dir, const char *name)
 {
 	Server	   *server = NULL;
@@ -487,6 +487,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	PGresult   *res;
 	long long	rows = -1;
 	long long	pending = 0;
+	long long	paced = 0;		/* rows taken from --max-rate's bucket */
 	char	   *buf;
 	int			n;
 
@@ -509,6 +510,11 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	while ((n = PQgetCopyData(src->conn, &buf, 0)) > 0)
 	{
 		rowsum_feed(sum, buf, n);
+		if (sum->rows - paced >= 64)
+		{
+			rate_take(sum->rows - paced);	/* --max-rate */
+			paced = sum->rows;
+		}
 		if (PQputCopyData(tgt->conn, buf, n) != 1)
 		{
 			PQfreemem(buf);
@@ -524,6 +530,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		}
 	}
 	counters_add(0, pending);
+	rate_take(sum->rows - paced);
 	res = last_result(src, out);
 	if (res == NULL || n != -1)
 	{
