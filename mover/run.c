@@ -72,6 +72,136 @@ batch_size(double rows_per_step)
 	return n < 1 ? 1 : n > options.batch_steps ? options.batch_steps : (int) n;
 }
 
+/*
+ * --jobs N on disjoint shard pairs: the pairs this process's jobs are
+ * moving a batch of (from the claim until the batch is copied and
+ * completed).  A job's claim starts at the first pending step of a pair
+ * no other job moves, where one has pending steps: while it claims, a
+ * second connection of the job holds the pending steps of the busy pairs
+ * that come before that step locked, and chash_steps_claim, which takes
+ * the first pending step it can lock (SKIP LOCKED), passes over them.
+ */
+static pthread_mutex_t busy_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *busy_from[64];
+static char *busy_to[64];
+static int	nbusy;
+
+static void
+busy_add(const char *from, const char *to)
+{
+	pthread_mutex_lock(&busy_lock);
+	if (nbusy < 64)
+	{
+		busy_from[nbusy] = format_text("%s", from);
+		busy_to[nbusy] = format_text("%s", to);
+		nbusy++;
+	}
+	pthread_mutex_unlock(&busy_lock);
+}
+
+static void
+busy_remove(const char *from, const char *to)
+{
+	pthread_mutex_lock(&busy_lock);
+	for (int i = 0; i < nbusy; i++)
+		if (strcmp(busy_from[i], from) == 0 && strcmp(busy_to[i], to) == 0)
+		{
+			free(busy_from[i]);
+			free(busy_to[i]);
+			nbusy--;
+			busy_from[i] = busy_from[nbusy];
+			busy_to[i] = busy_to[nbusy];
+			break;
+		}
+	pthread_mutex_unlock(&busy_lock);
+}
+
+/* '{"a","b"}' of names */
+static char *
+names_literal(char **names, int n)
+{
+	char	   *out = format_text("{");
+
+	for (int i = 0; i < n; i++)
+	{
+		char	   *q = format_text("%s", "");
+		char	   *longer;
+
+		for (const char *c = names[i]; *c; c++)
+		{
+			char	   *l = format_text("%s%s%c", q, (*c == '"' || *c == '\\') ? "\\" : "", *c);
+
+			free(q);
+			q = l;
+		}
+		longer = format_text("%s%s\"%s\"", out, i ? "," : "", q);
+		free(q);
+		free(out);
+		out = longer;
+	}
+	{
+		char	   *closed = format_text("%s}", out);
+
+		free(out);
+		return closed;
+	}
+}
+
+/*
+ * Opens a transaction on the locker holding the busy pairs' pending steps
+ * before the first pending step of a free pair (none when no free pair has
+ * one: the claim then joins a busy pair).  False: none held (no busy pair,
+ * or the statement failed: the claim goes on without).
+ */
+static bool
+hold_busy_pairs(Server *locker)
+{
+	char	   *from,
+			   *to;
+	char	   *id = format_text("%lld", migration.id);
+	const char *params[3];
+	PGresult   *res;
+
+	pthread_mutex_lock(&busy_lock);
+	if (nbusy == 0)
+	{
+		pthread_mutex_unlock(&busy_lock);
+		free(id);
+		return false;
+	}
+	from = names_literal(busy_from, nbusy);
+	to = names_literal(busy_to, nbusy);
+	pthread_mutex_unlock(&busy_lock);
+	params[0] = id;
+	params[1] = from;
+	params[2] = to;
+	if (!server_open(locker) || !command(locker, "BEGIN"))
+		res = NULL;
+	else
+		res = query(locker, format_text(
+			"WITH busy AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]), "
+			"                                   pg_catalog.unnest($3::pg_catalog.text[])) b(f, t)) "
+			"SELECT s.step FROM %1$s.chash_migration_step s "
+			" WHERE s.migration = $1 AND s.state = 'pending' "
+			"   AND (s.from_shard, s.to_shard) IN (SELECT f, t FROM busy) "
+			"   AND s.step < (SELECT pg_catalog.min(p.step) FROM %1$s.chash_migration_step p "
+			"                  WHERE p.migration = $1 AND p.state = 'pending' "
+			"                    AND (p.from_shard, p.to_shard) NOT IN (SELECT f, t FROM busy)) "
+			"   FOR UPDATE OF s SKIP LOCKED", locker->schema), 3, params);
+	free(id);
+	free(from);
+	free(to);
+	if (res == NULL)
+	{
+		if (locker->conn != NULL && PQtransactionStatus(locker->conn) != PQTRANS_IDLE)
+			PQclear(PQexec(locker->conn, "ROLLBACK"));
+		return false;
+	}
+	PQclear(res);
+	return true;
+}
+
 typedef struct Job
 {
 	int			number;
@@ -86,6 +216,7 @@ run_job(void *arg)
 	int			errors = 0;
 	double		rows_per_step = -1; /* measured over the batches moved */
 	Finisher   *finisher = finisher_start();
+	Server		locker = {.name = "directory", .conninfo = (char *) options.conninfo};
 
 	while (!stop_requested && !failed)
 	{
@@ -96,6 +227,9 @@ run_job(void *arg)
 		long long	rows;
 		bool		fresh;
 		int			nsteps;
+		bool		held;
+		char	   *from,
+				   *to;
 
 		if (errors > 0)
 		{
@@ -115,7 +249,15 @@ run_job(void *arg)
 			errors++;
 			continue;
 		}
+		/* one claim at a time in this process, its pair busy before the next claim */
+		pthread_mutex_lock(&claim_lock);
+		held = hold_busy_pairs(&locker);
 		r = lease_claim(&dir, &b, tickets);
+		if (held)
+			PQclear(PQexec(locker.conn, "ROLLBACK"));
+		if (r == CLAIM_GOT)
+			busy_add(b.from_shard, b.to_shard);
+		pthread_mutex_unlock(&claim_lock);
 		return_tickets(r == CLAIM_GOT ? tickets - b.nsteps : tickets);
 		if (r == CLAIM_DONE)
 		{
@@ -140,7 +282,12 @@ run_job(void *arg)
 		}
 		fresh = strcmp(b.state, "copying") == 0;
 		nsteps = b.nsteps;
+		from = format_text("%s", b.from_shard);
+		to = format_text("%s", b.to_shard);
 		o = move_batch(&dir, &b, &rows, finisher);
+		busy_remove(from, to);
+		free(from);
+		free(to);
 		if (o == STEP_MOVED && fresh && rows > 0)
 		{
 			/* the pace of the batches moved, the latest weighing most */
@@ -158,6 +305,7 @@ run_job(void *arg)
 			errors++;
 	}
 	finisher_stop(finisher);
+	server_close(&locker);
 	server_close(&dir);
 	return NULL;
 }
