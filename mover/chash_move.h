@@ -44,6 +44,7 @@ extern void report(const char *level, const char *fmt,...) __attribute__((format
 extern void report_result(const char *level, const char *what, const PGresult *res, const PGconn *conn);
 extern pthread_mutex_t output_lock;
 extern bool first_time(const char *key);
+extern char *text_array(char *const *values, int n);
 
 /* ---- connection.c ---- */
 typedef struct Server

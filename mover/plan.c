@@ -51,39 +51,18 @@ pair_of(PlanPair **pairs, int *npairs, const char *from, const char *to, bool by
 static char *
 pair_list(const PlanStep *steps, int nsteps, int pair, bool by_tenant)
 {
-	char	   *out = format_text("{");
+	char	  **values = calloc(nsteps > 0 ? nsteps : 1, sizeof(char *));
+	char	   *out;
+	int			n = 0;
 
-	for (int i = 0, n = 0; i < nsteps; i++)
-	{
-		char	   *longer;
-
-		if (steps[i].pair != pair)
-			continue;
-		if (by_tenant)
-		{
-			char	   *q = format_text("%s", "\"");
-
-			for (const char *c = steps[i].tenant; *c; c++)
-			{
-				char	   *l = format_text("%s%s%c", q, (*c == '"' || *c == '\\') ? "\\" : "", *c);
-
-				free(q);
-				q = l;
-			}
-			longer = format_text("%s%s%s\"", out, n++ ? "," : "", q);
-			free(q);
-		}
-		else
-			longer = format_text("%s%s%d", out, n++ ? "," : "", steps[i].slot);
-		free(out);
-		out = longer;
-	}
-	{
-		char	   *closed = format_text("%s}", out);
-
-		free(out);
-		return closed;
-	}
+	for (int i = 0; i < nsteps; i++)
+		if (steps[i].pair == pair)
+			values[n++] = by_tenant ? format_text("%s", steps[i].tenant) : format_text("%d", steps[i].slot);
+	out = text_array(values, n);
+	for (int i = 0; i < n; i++)
+		free(values[i]);
+	free(values);
+	return out;
 }
 
 /* Counts the pair's moving rows of every table on its source, per slot or tenant. */

@@ -81,6 +81,41 @@ report_result(const char *level, const char *what, const PGresult *res, const PG
 		report("hint", "%s", hint);
 }
 
+/* '{"a","b"}': the values as a text[] literal, each quoted */
+char *
+text_array(char *const *values, int n)
+{
+	size_t		len = 3;
+	char	   *out,
+			   *p;
+
+	for (int i = 0; i < n; i++)
+		len += 2 * strlen(values[i]) + 3;
+	out = p = malloc(len);
+	if (out == NULL)
+	{
+		report("error", "out of memory");
+		exit(1);
+	}
+	*p++ = '{';
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			*p++ = ',';
+		*p++ = '"';
+		for (const char *c = values[i]; *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				*p++ = '\\';
+			*p++ = *c;
+		}
+		*p++ = '"';
+	}
+	*p++ = '}';
+	*p = '\0';
+	return out;
+}
+
 /* For messages said once per run: true the first time a key is seen. */
 bool
 first_time(const char *key)

@@ -117,37 +117,6 @@ busy_remove(const char *from, const char *to)
 	pthread_mutex_unlock(&busy_lock);
 }
 
-/* '{"a","b"}' of names */
-static char *
-names_literal(char **names, int n)
-{
-	char	   *out = format_text("{");
-
-	for (int i = 0; i < n; i++)
-	{
-		char	   *q = format_text("%s", "");
-		char	   *longer;
-
-		for (const char *c = names[i]; *c; c++)
-		{
-			char	   *l = format_text("%s%s%c", q, (*c == '"' || *c == '\\') ? "\\" : "", *c);
-
-			free(q);
-			q = l;
-		}
-		longer = format_text("%s%s\"%s\"", out, i ? "," : "", q);
-		free(q);
-		free(out);
-		out = longer;
-	}
-	{
-		char	   *closed = format_text("%s}", out);
-
-		free(out);
-		return closed;
-	}
-}
-
 /*
  * Opens a transaction on the locker holding the busy pairs' pending steps
  * before the first pending step of a free pair (none when no free pair has
@@ -170,8 +139,8 @@ hold_busy_pairs(Server *locker)
 		free(id);
 		return false;
 	}
-	from = names_literal(busy_from, nbusy);
-	to = names_literal(busy_to, nbusy);
+	from = text_array(busy_from, nbusy);
+	to = text_array(busy_to, nbusy);
 	pthread_mutex_unlock(&busy_lock);
 	params[0] = id;
 	params[1] = from;
