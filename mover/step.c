@@ -4,7 +4,9 @@
  * it got (SPEC 4.4, 4.6):
  *   0. before anything happens on the shards (step_check): the tables in
  *      foreign-key order, the same columns on both shards, the target's
- *      sequences; a shard that cannot take the batch stops the mover;
+ *      sequences; a shard that cannot take the batch stops the mover.
+ *      Once per shard pair in a run (tables.c keeps them), confirmed in
+ *      each copy's transactions by one statement per shard;
  *   1. fence it (one directory version, one barrier over its slots or
  *      tenants), then chash_shard_wait_fence over the batch on the source;
  *   2. on the target, in one transaction: delete the batch's rows left by
@@ -12,13 +14,16 @@
  *      the source, one COPY per table (one REPEATABLE READ snapshot there;
  *      the predicate: slot = ANY (the batch's slots) minus pinned tenants,
  *      or tenant = ANY (its tenants)), and
- *   3. verify: per table, row count and an order-independent checksum
- *      (sum of chash_xxh64 of each row's text) equal on both sides; commit
- *      only then, else roll back and release the batch;
+ *   3. verify: per table, the count and order-independent checksum of
+ *      the source's COPY stream (rowsum.c) equal COPY FROM's count and
+ *      the target's rows read back the same way; commit only then, else
+ *      roll back and release the batch (a takeover of a copied batch and
+ *      an online step: sum of chash_xxh64 of each row's text, both sides);
  *   3b. advance the target's sequences past the moved values;
  *   4. complete it (one directory version); once the source has applied
  *      the completion, delete the moved rows there (children first), one
- *      DELETE per table.
+ *      DELETE per table: for a blocking batch in the job's finisher
+ *      thread, while the job goes on with its next batch.
  * Writes to the batch's rows are refused from 1 to 4 only.  A takeover
  * redoes only what the progress says is missing: a fenced batch is copied
  * again (the target's transaction rolled back with the dead mover, or its
