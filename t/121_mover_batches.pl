@@ -5,7 +5,8 @@
 # releases every step and keeps every row on its source; --max-rate holds
 # the rows a second; --jobs 2 moves the two shard pairs at once; at the end
 # every row is exactly once on its tenant's shard and the pinned tenant
-# stayed.
+# stayed.  A revert, whose target's column changes between two batches of
+# one run, stops at the check the pair runs again.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -210,6 +211,42 @@ my $rate = 1000;
 	is(count_on('s1', "org_id = 'pinned'"), '100', 'the pinned tenant stayed on s1');
 	is(count_on('s3', "org_id <> 'pinned'"), $moving, 'the moved rows are on s3');
 	is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
+}
+
+# ---- a column changed between two batches of one run: checked again ----
+{
+	my $r = $dir->safe_psql('postgres', "SELECT chash_migration_revert($m)");
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start([ 'chash_move', '--verbose', '--max-rate', '2000', '--migration', $r,
+							  $dir->connstr('postgres') ], '>', \$out, '2>', \$err);
+	my $done = 0;
+	while ($h->pumpable && $done == 0)
+	{
+		$done = $dir->safe_psql('postgres', "SELECT count(*) FROM chash_migration_step WHERE migration = $r AND state = 'done'");
+		$h->pump_nb;
+	}
+	# same bytes in COPY's binary format, another type
+	$shard{$_}->safe_psql('postgres', 'ALTER TABLE accounts ALTER payload TYPE varchar') for qw(s1 s2);
+	$h->finish;
+	note "chash_move (revert): exit $?\n$err";
+	is($? >> 8, 1, 'the run stops once the columns changed under it');
+	like($err, qr/error: table "public.accounts" has different columns on shard "s3" and shard "s\d"/,
+		'the pair was checked again and the change found');
+	is($dir->safe_psql('postgres', "SELECT count(*) FROM chash_migration_step WHERE migration = $r AND state IN ('copying', 'fenced')"),
+		'0', 'no step is left in flight');
+	$shard{$_}->safe_psql('postgres', 'ALTER TABLE accounts ALTER payload TYPE text') for qw(s1 s2);
+	my ($rc) = run_mover('--migration', $r);
+	is($rc, 0, 'with the columns mended the revert finishes');
+	shard_applied($dir, $_) or die 'a shard did not apply the directory' for values %shard;
+	my ($all, $misplaced) = (0, 0);
+	for my $s (sort keys %shard)
+	{
+		$all += count_on($s, 'true');
+		$misplaced += count_on($s, "chash_route('orgs', org_id) <> '$s'");
+	}
+	is($all, $total, 'after the revert every row is there once');
+	is($misplaced, 0, 'after the revert every row is on its tenant\'s shard');
+	is(count_on('s3', 'true'), '0', 's3 is empty again');
 }
 
 done_testing();
