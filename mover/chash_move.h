@@ -16,23 +16,9 @@
 
 #define PROGNAME "chash_move"
 
-/* ---- options.c ---- */
-typedef struct MoveOptions
-{
-	long long	migration;		/* 0: not given */
-	const char *directory;		/* NULL: not given */
-	int			jobs;
-	long long	max_steps;		/* -1: no limit */
-	int			batch_steps;	/* the most steps one batch claims */
-	long long	batch_rows;		/* the rows a batch aims at (0: no bound) */
-	long long	batch_bytes;	/* the bytes a batch aims at (0: no bound) */
-	int			lease_seconds;
-	bool		verbose;
-	bool		online;			/* --online: copy by logical replication */
-	const char *conninfo;		/* the directory database */
-} MoveOptions;
+#include "engine.h"
 
-extern MoveOptions options;
+/* ---- command_line.c ---- */
 extern void parse_options(int argc, char **argv);
 
 /* ---- report.c: messages in the style of PostgreSQL's client programs ---- */
@@ -40,6 +26,7 @@ extern void report(const char *level, const char *fmt,...) __attribute__((format
 extern void report_result(const char *level, const char *what, const PGresult *res, const PGconn *conn);
 extern pthread_mutex_t output_lock;
 extern bool first_time(const char *key);
+extern __thread const char *report_steps;	/* the batch this thread works on */
 
 /* ---- connection.c ---- */
 typedef struct Server
@@ -77,10 +64,8 @@ typedef struct Migration
 } Migration;
 
 extern Migration migration;
-extern volatile sig_atomic_t stop_requested;
 extern volatile bool failed;	/* a step failed: every job stops */
 extern volatile bool config_error;	/* a shard cannot be used as configured */
-extern int	mover_run(const char *holder_prefix);
 
 /* ---- tables.c: registered tables and the rows of a step ---- */
 typedef struct StepTarget

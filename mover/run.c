@@ -134,7 +134,9 @@ run_job(void *arg)
 			usleep(200 * 1000);
 			continue;
 		}
+		report_steps = b.step_list;
 		o = move_batch(&dir, &b, &rows);
+		report_steps = NULL;
 		if (o == STEP_MOVED && strcmp(b.state, "copying") == 0 && rows > 0)
 		{
 			/* the pace of the batches moved, the latest weighing most */
