@@ -253,23 +253,25 @@ Datum
 chash_rebalance_launch(PG_FUNCTION_ARGS)
 {
 	RebalanceArgs args = {0};
-	text	   *directory = PG_GETARG_TEXT_PP(0);
-	char	   *name = text_to_cstring(directory);
+	text	   *directory;
+	char	   *name;
 	Oid			types[5] = {TEXTOID, INT8OID, INT4OID, INT8OID, NAMEOID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', PG_ARGISNULL(3) ? 'n' : ' ', ' '};
 	char	   *schema;
 	bool		isnull;
 
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("%s must not be null", PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "max_parallel")));
 	if (!preloaded)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("background rebalancing needs chash in shared_preload_libraries"),
 				 errdetail("The rebalance's workers are background workers of the directory server, which only a preloaded library can start."),
 				 errhint("Add chash to shared_preload_libraries on the directory server and restart it, or move the migration with chash_move.")));
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("%s must not be null", PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "max_parallel")));
+	directory = PG_GETARG_TEXT_PP(0);
+	name = text_to_cstring(directory);
 	if (strlen(name) >= sizeof(args.directory))
 		ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),
 						errmsg("directory name \"%.*s\" is too long for a background rebalance", chash_quote_len(name, strlen(name)), name),
@@ -319,15 +321,20 @@ worker_alive(int pid)
 Datum
 chash_rebalance_request_stop(PG_FUNCTION_ARGS)
 {
-	text	   *directory = PG_GETARG_TEXT_PP(0);
-	char	   *name = text_to_cstring(directory);
+	text	   *directory;
+	char	   *name;
 	Oid			types[1] = {TEXTOID};
-	Datum		values[1] = {PointerGetDatum(directory)};
+	Datum		values[1];
 	char	   *schema;
 	char	   *state;
 	bool		isnull;
 	Datum		pid;
 
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("directory must not be null")));
+	directory = PG_GETARG_TEXT_PP(0);
+	name = text_to_cstring(directory);
+	values[0] = PointerGetDatum(directory);
 	check_mover_role();
 	SPI_connect();
 	if ((schema = rebalance_schema()) == NULL)

@@ -80,10 +80,22 @@ static void
 queue_message(const char *level, const char *steps, const char *message)
 {
 	char		line[MESSAGE_SIZE];
+	char		batch[64] = "";
 
-	/* "error: steps {3,4}: ...", an "info" message without its level */
-	snprintf(line, sizeof(line), "%s%s%s%s%s", strcmp(level, "info") == 0 ? "" : level,
-			 strcmp(level, "info") == 0 ? "" : ": ", steps ? "steps " : "", steps ? steps : "", steps ? ": " : "");
+	/* "error: steps 3-40 (a batch of 12): ...", an "info" message without its level */
+	if (steps != NULL && strchr(steps, ',') != NULL)
+	{
+		int			n = 1;
+
+		for (const char *c = steps; *c; c++)
+			n += *c == ',';
+		snprintf(batch, sizeof(batch), "steps %d-%d (a batch of %d): ", atoi(steps + 1),
+				 atoi(strrchr(steps, ',') + 1), n);
+	}
+	else if (steps != NULL)
+		snprintf(batch, sizeof(batch), "step %d: ", atoi(steps + 1));
+	snprintf(line, sizeof(line), "%s%s%s", strcmp(level, "info") == 0 ? "" : level,
+			 strcmp(level, "info") == 0 ? "" : ": ", batch);
 	strncat(line, message, sizeof(line) - strlen(line) - 1);
 	pthread_mutex_lock(&queue_lock);
 	if (queued < QUEUE_SIZE)
