@@ -150,6 +150,13 @@ typedef enum StepOutcome
 } StepOutcome;
 
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows);
+extern Server *step_shard(Server *dir, const char *name);
+extern void step_shards_close(void);
+
+/* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
+extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,
+									   const char *name);
+extern void replication_objects_clean(void);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
 extern char *online_name(int step);

@@ -365,6 +365,7 @@ mover_run(const char *holder_prefix)
 	gethostname(host, sizeof(host) - 1);
 	snprintf(migration.holder, sizeof(migration.holder), "%s %s pid %d", holder_prefix, host, (int) getpid());
 
+	replication_objects_clean();	/* what movers that died left */
 	progress_start();
 	pthread_create(&keeper, NULL, lease_keeper, NULL);
 	threads = calloc(options.jobs, sizeof(pthread_t));
@@ -381,6 +382,7 @@ mover_run(const char *holder_prefix)
 	}
 	free(threads);
 	free(jobs);
+	replication_objects_clean();	/* of the steps given back */
 	pause_point("finished");
 	done = migration_finished();	/* and the final totals */
 	if (!failed && stop_requested)

@@ -119,6 +119,21 @@ shard(Server *dir, const char *name)
 	return server;
 }
 
+/* shard() for the cleaner of replication objects (replication_cleaner.c) */
+Server *
+step_shard(Server *dir, const char *name)
+{
+	return shard(dir, name);
+}
+
+/* Closes this thread's shard connections (shard() opens them again). */
+void
+step_shards_close(void)
+{
+	for (int i = 0; i < nshards; i++)
+		server_close(shards[i]);
+}
+
 /* ---- small helpers ---- */
 
 /* The result of the statement sent there, or NULL with the error said (not when Ctrl-C cancelled it). */

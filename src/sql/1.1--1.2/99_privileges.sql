@@ -75,7 +75,9 @@ DECLARE
         'chash_steps_lease_fence', 'chash_steps_lease_record', 'chash_steps_lease_complete',
         'chash_steps_lease_release', 'chash_steps_lease_finish',
         -- a background rebalance's workers connect as its starter, a mover
-        'chash_rebalance_launch', 'chash_rebalance_request_stop'];
+        'chash_rebalance_launch', 'chash_rebalance_request_stop',
+        -- the record of the online moves' replication objects (mover/replication_record.c, replication_cleaner.c)
+        'chash_replication_object_record', 'chash_replication_object_orphans', 'chash_replication_object_take'];
     f record;
     r record;
 BEGIN
