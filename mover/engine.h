@@ -30,12 +30,19 @@ extern MoveOptions options;
 
 /*
  * run.c: moves the migration the options name until it is done or
- * stop_requested is set; 0 done, 1 failed or interrupted, 2 no single
+ * stop_requested (or stop_claiming) is set; 0 done, 1 failed or interrupted, 2 no single
  * migration.  It runs threads of its own (a lease keeper and the jobs),
  * which inherit the caller's signal mask.
  */
 extern volatile sig_atomic_t stop_requested;
 extern int	mover_run(const char *holder_prefix);
+
+/*
+ * A gentler stop: the jobs claim nothing more and end after the batch
+ * they move (completed, or given back when it fails), so that no step is
+ * left fenced; stop_requested interrupts the batches instead.
+ */
+extern volatile sig_atomic_t stop_claiming;
 
 /*
  * report.c: when set, every message goes to the hook instead of stderr,

@@ -15,6 +15,7 @@
 
 Migration	migration;
 volatile sig_atomic_t stop_requested = 0;
+volatile sig_atomic_t stop_claiming = 0;
 volatile bool failed = false;
 volatile bool config_error = false;
 
@@ -86,7 +87,7 @@ run_job(void *arg)
 	int			errors = 0;
 	double		rows_per_step = -1; /* measured over the batches moved */
 
-	while (!stop_requested && !failed)
+	while (!stop_requested && !stop_claiming && !failed)
 	{
 		Batch		b = {0};
 		ClaimResult r;
@@ -385,13 +386,18 @@ mover_run(const char *holder_prefix)
 	replication_objects_clean();	/* of the steps given back */
 	pause_point("finished");
 	done = migration_finished();	/* and the final totals */
-	if (!failed && stop_requested)
+	if (!failed && (stop_requested || stop_claiming))
 		finished = finished || done;
 	progress_draw(true);
 
 	if (stop_requested && !finished)
 	{
 		report("info", "interrupted: the steps in flight were released");
+		return 1;
+	}
+	if (stop_claiming && !finished)
+	{
+		report("info", "stopped: the batches in flight were finished or given back");
 		return 1;
 	}
 	if (failed)

@@ -430,8 +430,11 @@ chash_rebalance_worker_main(Datum arg)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 200, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		drain_messages(args.directory);
-		if (got_sigterm || got_stop)
+		/* a shutdown interrupts the batches (they resume); a stop lets them finish */
+		if (got_sigterm)
 			stop_requested = 1;
+		if (got_stop)
+			stop_claiming = 1;
 		if (GetCurrentTimestamp() / 1e6 >= next_status)
 		{
 			char	   *state;
@@ -443,7 +446,7 @@ chash_rebalance_worker_main(Datum arg)
 			}
 			state = record_status(args.directory, args.run, rows_before, started);
 			if (state == NULL || strcmp(state, "running") != 0)
-				stop_requested = 1;
+				stop_claiming = 1;
 			next_status = GetCurrentTimestamp() / 1e6 + 1;
 		}
 	}
@@ -460,7 +463,7 @@ chash_rebalance_worker_main(Datum arg)
 		final = "done";
 	else if (got_sigterm)
 		final = "running";
-	else if (stop_requested)
+	else if (stop_claiming || stop_requested)
 		final = "stopped";
 	else
 		final = "failed";

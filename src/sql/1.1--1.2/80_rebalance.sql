@@ -66,6 +66,13 @@ BEGIN
         RAISE EXCEPTION 'max_rate must be positive' USING ERRCODE = '22023',
               HINT = 'Pass NULL for no limit.';
     END IF;
+    -- before anything is planned: chash_rebalance_launch checks it again
+    IF NOT pg_catalog.pg_has_role('chash_mover', 'MEMBER') THEN
+        RAISE EXCEPTION 'permission denied to run a background rebalance'
+            USING ERRCODE = '42501',
+                  DETAIL = pg_catalog.format('Its workers connect to the directory database and the shards as role "%s", which is not a member of chash_mover.', current_user),
+                  HINT = 'Grant chash_mover to the role, or start the rebalance as one that has it.';
+    END IF;
     PERFORM @extschema@.chash_migration_lock_directory($1);
     -- the running migration, taken over, or a new one of the plan
     SELECT m.id INTO mig FROM @extschema@.chash_migration m
