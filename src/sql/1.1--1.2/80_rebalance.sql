@@ -92,7 +92,7 @@ COMMENT ON FUNCTION @extschema@.chash_rebalance_start(text, text, int, bigint) I
 
 CREATE VIEW @extschema@.chash_rebalance_status WITH (security_invoker = true) AS
 SELECT r.directory, r.migration,
-       CASE WHEN r.state = 'running' AND p.status = 'done' THEN 'done' ELSE r.state END AS state,
+       r.state,     -- done once the worker has finished: the source rows deleted, the leases gone
        p.done AS steps_done, p.total AS steps_total,
        r.rows_moved,
        r.rows_per_second,
