@@ -468,7 +468,7 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 		"  FROM %1$s.chash_directory d "
 		"  LEFT JOIN LATERAL ("
 		"       SELECT s.step, s.state AS here, r.state AS there "
-		"         FROM pg_catalog.unnest($3::pg_catalog.int4[], $4::pg_catalog.text[]) r(step, state) "
+		"         FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int4[]), pg_catalog.unnest($4::pg_catalog.text[])) r(step, state) "
 		"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
 		"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
 		"                   WHEN r.state = 'cancelled' THEN true "

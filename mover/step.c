@@ -185,7 +185,7 @@ shards_agree(Server *dir, Server *src, Server *tgt, const Batch *batch)
 }
 
 /*
- * While a wait for a shard's replica goes on: every 5 s says what it waits
+ * While a wait for a shard's replica goes on: after 2 s, then every 5 s, says what it waits
  * for (the replica's version, the directory's, why the shard cannot follow
  * if it says), and ends the wait, said, once it has lasted --fence-timeout
  * or the shard cannot vouch for its replica for good (config_error: the
@@ -210,10 +210,9 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 		return false;
 	res = query(dir, format_text("SELECT version FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
 	which = describe(batch);
-	where = format_text("its replica of directory \"%s\" is at version %lld, the directory database at version %s%s%s",
+	where = format_text("replica of directory \"%s\" is at version %lld, the directory database at version %s",
 						migration.directory, version,
-						res != NULL && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "unknown",
-						refusal ? "; " : "", refusal ? refusal : "");
+						res != NULL && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "unknown");
 	PQclear(res);
 	if (refusal_lasting(refusal))
 	{
@@ -227,13 +226,13 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 	{
 		report("error", "shard \"%s\" did not apply the %s of %s of migration %lld within %d s (--fence-timeout)",
 			   server->name, what, which, migration.id, options.fence_timeout);
-		report("detail", "Its %s.", where);
+		report("detail", "Its %s.%s%s", where, refusal ? " " : "", refusal ? refusal : "");
 		report("hint", "A shard cut off from the directory database catches up once it can reach it again; "
 			   "a shard that follows a replaced directory server needs chash_shard_repoint() (docs/shards.md, \"Failover\").");
 	}
 	else
-		report("info", "waiting %.0f s for shard \"%s\" to apply the %s of %s: %s",
-			   waited, server->name, what, which, where);
+		report("info", "waiting %.0f s for shard \"%s\" to apply the %s of %s: its %s%s%s",
+			   waited, server->name, what, which, where, refusal ? "; " : "", refusal ? refusal : "");
 	free(which);
 	free(where);
 	free(refusal);
@@ -254,7 +253,7 @@ wait_replica(Server *dir, Server *server, const Batch *batch, const char *states
 								  "  FROM %s.chash_migration_step s "
 								  " WHERE s.migration = $1 AND s.step = ANY ($2::pg_catalog.int4[])", server->schema);
 	double		start = now_seconds();
-	double		next_say = start + 5;
+	double		next_say = start + 2;
 	bool		ok = false;
 
 	for (;;)
@@ -287,7 +286,7 @@ wait_fence(Server *dir, Server *src, const Batch *batch)
 	const char *params[3] = {migration.directory, id, batch->step_list};
 	char	   *sql = format_text("SELECT %s.chash_shard_wait_fence($1, $2::bigint, $3::int[])", src->schema);
 	double		start = now_seconds();
-	double		next_say = start + 5;
+	double		next_say = start + 2;
 	bool		ok = false;
 
 	while (!stop_requested && command(src, "SET statement_timeout = 2000"))
