@@ -384,9 +384,13 @@ batch_describe(const Batch *batch)
 bool
 refusal_lasting(const char *refusal)
 {
+	static const char another[] = "Its replica met another directory history";
+	static const char subscription[] = "Its subscription ";
+
 	return refusal != NULL
-		&& (strncmp(refusal, "Its replica met another directory history", 42) == 0
-			|| (strncmp(refusal, "Its subscription ", 17) == 0 && strstr(refusal, " does not exist.") != NULL));
+		&& (strncmp(refusal, another, sizeof(another) - 1) == 0
+			|| (strncmp(refusal, subscription, sizeof(subscription) - 1) == 0
+				&& strstr(refusal, " does not exist.") != NULL));
 }
 
 static const char *failover_hint =
