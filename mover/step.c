@@ -185,11 +185,11 @@ shards_agree(Server *dir, Server *src, Server *tgt, const Batch *batch)
 }
 
 /*
- * While a wait for a shard's replica goes on: after 2 s, then every 5 s, says what it waits
- * for (the replica's version, the directory's, why the shard cannot follow
- * if it says), and ends the wait, said, once it has lasted --fence-timeout
- * or the shard cannot vouch for its replica for good (config_error: the
- * mover stops).  True: wait on.
+ * While a wait for a shard's replica goes on: after 2 s, then every 5 s
+ * or so, says what it waits for (the replica's version, the directory's,
+ * why the shard cannot follow if it says), and ends the wait, said, once
+ * it has lasted --fence-timeout or the shard cannot vouch for its replica
+ * for good (config_error: the mover stops).  True: wait on.
  */
 static bool
 wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, double start, double *next_say)
