@@ -289,7 +289,9 @@ wait_fence(Server *dir, Server *src, const Batch *batch)
 	double		next_say = start + 2;
 	bool		ok = false;
 
-	while (!stop_requested && command(src, "SET statement_timeout = 2000"))
+	if (!command(src, "SET statement_timeout = 2000"))
+		goto out;
+	while (!stop_requested)
 	{
 		bool		cancelled = false;
 		PGresult   *res = PQsendQueryParams(src->conn, sql, 3, NULL, params, NULL, NULL, 0)
@@ -301,11 +303,13 @@ wait_fence(Server *dir, Server *src, const Batch *batch)
 		if (!ok && !cancelled && !sliced)
 			report_result("error", format_text("query failed on shard \"%s\"", src->name), res, src->conn);
 		PQclear(res);
-		if (!command(src, "SET statement_timeout = 0"))
-			ok = false;
 		if (ok || !sliced || !wait_watch(dir, src, batch, "fence", start, &next_say))
 			break;
 	}
+	/* the session goes on without the slices' bound (a failed reset: its connection is gone) */
+	if (!command(src, "SET statement_timeout = 0"))
+		ok = false;
+out:
 	free(id);
 	free(sql);
 	return ok;
