@@ -27,6 +27,10 @@ usage(void)
 	printf("      --batch-bytes=N     at most N bytes a batch, as far as chash_tenant_size\n"
 		   "                          knows the tenants (default: no bound)\n");
 	printf("      --lease=SECONDS     how long a step stays held without renewal (default: 30)\n");
+	printf("      --fence-timeout=SECONDS\n"
+		   "                          how long a shard may take to apply a fence or a\n"
+		   "                          completion: then the batch is given back, or its\n"
+		   "                          delete left to a retry (default: 60)\n");
 	printf("      --online            copy with logical replication while writes go on;\n"
 		   "                          writes wait only for the final catch-up\n");
 	printf("  -v, --verbose           report every step\n");
@@ -69,6 +73,7 @@ parse_options(int argc, char **argv)
 		{"batch-rows", required_argument, NULL, 'R'},
 		{"batch-bytes", required_argument, NULL, 'B'},
 		{"online", no_argument, NULL, 'O'},
+		{"fence-timeout", required_argument, NULL, 'F'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
@@ -107,6 +112,9 @@ parse_options(int argc, char **argv)
 				break;
 			case 'B':
 				options.batch_bytes = parse_count("--batch-bytes", optarg, 0, INT64_MAX);
+				break;
+			case 'F':
+				options.fence_timeout = (int) parse_count("--fence-timeout", optarg, 1, 86400);
 				break;
 			case 'O':
 				options.online = true;

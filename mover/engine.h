@@ -24,6 +24,7 @@ typedef struct MoveOptions
 	bool		verbose;
 	bool		online;			/* --online: copy by logical replication */
 	const char *conninfo;		/* the directory database */
+	int			fence_timeout;	/* seconds a shard may take to apply a fence or a completion */
 } MoveOptions;
 
 extern MoveOptions options;
