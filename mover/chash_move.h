@@ -37,6 +37,7 @@ typedef struct Server
 	char	   *schema;			/* chash's schema there, quoted */
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
+	bool		has_refusal;	/* chash_shard_refusal exists there (1.2) */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -46,6 +47,7 @@ extern PGresult *query(Server *server, const char *sql, int nparams, const char 
 extern bool command(Server *server, const char *sql);
 extern PGresult *server_exec(Server *server, const char *sql);
 extern PGresult *server_wait(Server *server, const char *sql, bool *cancelled);
+extern const char *last_sqlstate(void);
 extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
@@ -127,7 +129,7 @@ typedef enum ClaimResult
 	CLAIM_GOT,
 	CLAIM_WAIT,					/* steps in flight held by live leases */
 	CLAIM_DONE,					/* nothing left */
-	CLAIM_STUCK,				/* in flight without a lease */
+	CLAIM_STUCK,				/* in flight without a lease, or an error no retry mends */
 	CLAIM_ERROR
 } ClaimResult;
 
@@ -139,6 +141,10 @@ extern void lease_totals(Server *dir);
 extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
 extern void batch_free(Batch *batch);
+extern char *batch_describe(const Batch *batch);
+extern bool refusal_lasting(const char *refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 
 /* ---- step.c ---- */
 typedef enum StepOutcome
