@@ -69,7 +69,7 @@ pair_list(const PlanStep *steps, int nsteps, int pair, bool by_tenant)
 static bool
 count_pair(Server *dir, PlanPair *pair, int p, PlanStep *steps, int nsteps, TableInfo *tables, int ntables)
 {
-	Server	   *src = shard(dir, pair->from);
+	Server	   *src = step_shard(dir, pair->from);
 	char	   *list = pair_list(steps, nsteps, p, pair->by_tenant);
 	StepTarget	target = {pair->by_tenant ? -1 : 0, NULL, 2, list, list};
 	double		t0 = now_seconds();
