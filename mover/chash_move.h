@@ -156,6 +156,13 @@ extern void lease_unhold(const Batch *batch);
 extern void batch_free(Batch *batch);
 
 /* ---- step.c ---- */
+typedef enum Verdict
+{
+	VERDICT_SAME,
+	VERDICT_DIFFERENT,
+	VERDICT_ERROR
+} Verdict;
+
 typedef enum StepOutcome
 {
 	STEP_MOVED,					/* finished (moved, or cleaned up after a cancel) */
@@ -165,15 +172,38 @@ typedef enum StepOutcome
 } StepOutcome;
 
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows);
+extern PGresult *last_result(Server *server, const char *sql);
+extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
+					  const StepTarget *target, const Batch *batch, long long *rows);
+extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
+							const StepTarget *target, long long *bytes);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
+/* What the tail verification needs of the mover's copy (online.c) */
+typedef struct OnlineCopy
+{
+	bool		known;			/* false after a takeover: the whole step is verified */
+	char		source_xmax[16];	/* the copy's snapshot on the source: xmax, as an xid */
+	char	   *source_xip;		/* and its in-progress xids, an xid[] literal */
+	char		target_xid[16]; /* the copy's transaction on the target */
+	long long	rows;
+	long long	bytes;
+} OnlineCopy;
+
+/* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */
+#define ONLINE_CANNOT_APPLY (-1)
+
 extern char *online_name(int step);
 extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target);
-extern bool online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
-							 const StepTarget *target, int step);
+extern Verdict online_subscribe(Server *src, Server *tgt, TableInfo *tables, int ntables,
+								const StepTarget *target, const Batch *batch, OnlineCopy *copy);
 extern bool online_streaming(Server *tgt, int step, int ntables);
-extern bool online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
-extern bool online_wait_applied(Server *src, int step);
+extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
+extern int	online_wait_applied(Server *src, Server *tgt, int step, int ntables);
+extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables,
+								  const StepTarget *target, const Batch *batch, const OnlineCopy *copy,
+								  long long *rows);
+extern void online_test_pause(void);
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

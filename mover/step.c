@@ -36,13 +36,6 @@
 
 #include "chash_move.h"
 
-typedef enum Verdict
-{
-	VERDICT_SAME,
-	VERDICT_DIFFERENT,
-	VERDICT_ERROR
-} Verdict;
-
 /* ---- the shards this job talks to, one connection each ---- */
 static __thread Server **shards;	/* pointers: callers keep them across lookups */
 static __thread int nshards;
@@ -122,7 +115,7 @@ shard(Server *dir, const char *name)
 /* ---- small helpers ---- */
 
 /* The result of the statement sent there, or NULL with the error said (not when Ctrl-C cancelled it). */
-static PGresult *
+PGresult *
 last_result(Server *server, const char *sql)
 {
 	bool		cancelled;
@@ -228,7 +221,7 @@ checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, c
 }
 
 /* Both sides inside the transactions the caller opened. */
-static Verdict
+Verdict
 verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	   const StepTarget *target, const Batch *batch, long long *rows)
 {
@@ -352,7 +345,7 @@ step_check(Server *src, Server *tgt, TableInfo *tables, int ntables)
 	return true;
 }
 
-static long long
+long long
 copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		   const StepTarget *target, long long *bytes)
 {
@@ -674,6 +667,7 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	bool		one = b->nsteps == 1;	/* online moves go one step at a time */
 	int			step = b->steps[0]; /* the step of an online move */
 	bool		online = false; /* a subscription streams the step's rows */
+	OnlineCopy	copied = {0};	/* what the online copy left for the tail verification */
 	double		t_stream = 0,	/* the subscription's copy and catch-up */
 				t_fence = 0,	/* writes refused from here */
 				t_copy0 = 0,
@@ -738,20 +732,30 @@ move_batch(Server *dir, Batch *b, long long *moved)
 
 	if (strcmp(b->state, "done") != 0)
 	{
-		/* online: the subscription copies the rows and streams their changes while writes go on */
+		/* online: copied from the slot's snapshot, then streamed, while writes go on */
 		if (one && strcmp(b->state, "copying") == 0 && options.online
 			&& online_usable(src, tgt, tables, ntables, &target))
 		{
 			double		t0 = now_seconds();
+			Verdict		v;
+			int			caught_up;
 
-			if (delete_rows(tgt, tables, ntables, &target) < 0
-				|| !online_subscribe(dir, src, tgt, tables, ntables, &target, step)
-				|| !lease_record(dir, b, "subscribed", -1, -1))
+			if (delete_rows(tgt, tables, ntables, &target) < 0)
+				goto give_back;
+			v = online_subscribe(src, tgt, tables, ntables, &target, b, &copied);
+			if (v == VERDICT_DIFFERENT)
+				goto failed;
+			if (v != VERDICT_SAME || !lease_record(dir, b, "subscribed", -1, -1))
 				goto give_back;
 			progress = "subscribed";
 			crash_point("subscribed");
-			if (!online_wait_caught_up(src, tgt, step, ntables))
+			online_test_pause();
+			if ((caught_up = online_wait_caught_up(src, tgt, step, ntables)) != 1)
+			{
+				if (caught_up == ONLINE_CANNOT_APPLY)
+					goto failed;
 				goto give_back;
+			}
 			online = true;
 			t_stream = now_seconds() - t0;
 		}
@@ -789,20 +793,19 @@ move_batch(Server *dir, Batch *b, long long *moved)
 		t_copy0 = now_seconds();
 		if (online)
 		{
-			/* the target has applied every write the source took; then verified */
-			Verdict		v = online_wait_applied(src, step) ?
-				verify_again(src, tgt, tables, ntables, &target, b, &rows) : VERDICT_ERROR;
+			/* the target has applied every write the source took; then the rows changed since the copy verified */
+			int			applied = online_wait_applied(src, tgt, step, ntables);
+			Verdict		v = applied != 1 ? VERDICT_ERROR : !copied.known
+				? verify_again(src, tgt, tables, ntables, &target, b, &rows)
+				: online_verify_tail(src, tgt, tables, ntables, &target, b, &copied, &rows);
 
-			if (v == VERDICT_DIFFERENT)
-			{
-				give_back(dir, src, tgt, tables, ntables, &target, b);
-				outcome = STEP_FAILED;
-				goto out;
-			}
+			if (applied == ONLINE_CANNOT_APPLY || v == VERDICT_DIFFERENT)
+				goto failed;
 			if (v != VERDICT_SAME || !advance_sequences(tgt, tables, ntables, &target)
-				|| !lease_record(dir, b, "copied", rows, -1))
+				|| !lease_record(dir, b, "copied", rows, copied.bytes))
 				goto give_back;
 			counters_add(rows, 0);
+			bytes = copied.bytes;
 			t_copy = now_seconds();
 			crash_point("copied");
 		}
@@ -903,6 +906,11 @@ give_back:
 	give_back(dir, src, tgt, tables, ntables, &target, b);
 	outcome = stop_requested ? STEP_STOPPED : STEP_RETRY;
 	goto out;
+failed:
+	/* what cannot move as it is (said): given back once, and the mover stops */
+	give_back(dir, src, tgt, tables, ntables, &target, b);
+	outcome = STEP_FAILED;
+	goto out;
 refuse:
 	/*
 	 * The shards cannot take the steps as they are.  Claimed only: given
@@ -916,6 +924,7 @@ retry:
 	/* the leases run out and this or another mover takes the steps over */
 	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
 out:
+	free(copied.source_xip);
 	free_tables(tables, ntables);
 	return outcome;
 }
