@@ -173,6 +173,7 @@ typedef enum StepOutcome
 
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows);
 extern PGresult *last_result(Server *server, const char *sql);
+extern char *describe(const Batch *batch);
 extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 					  const StepTarget *target, const Batch *batch, long long *rows);
 extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,

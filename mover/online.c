@@ -308,7 +308,8 @@ out:
 }
 
 /*
- * The step's replication objects and its copy: on the source the
+ * The replication objects of a step (or a batch: one of each for it, named
+ * for its first step) and its copy: on the source the
  * publication (first: a rerun finds a dead run's objects by it), the
  * decoding filter and the slot; the rows copied from the slot's snapshot
  * and verified; then the subscription on the target, which streams from
@@ -322,8 +323,10 @@ online_subscribe(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	char	   *name = online_name(batch->steps[0]);
 	char	   *list = table_list(tables, ntables);
 	char	   *directory = escape_literal(src->conn, migration.directory);
-	char	   *which = target->slot >= 0 ? format_text("slots => ARRAY[%d]", target->slot)
-		: format_text("tenants => ARRAY[%s]", escape_literal(src->conn, target->tenant));
+	char	   *tenants = escape_literal(src->conn, target->nsteps > 1 ? target->tenants : target->tenant);
+	char	   *which = target->slot < 0 ? format_text(target->nsteps > 1 ? "tenants => %s::text[]" : "tenants => ARRAY[%s]", tenants)
+		: target->nsteps > 1 ? format_text("slots => '%s'::int[]", target->slots)
+		: format_text("slots => ARRAY[%d]", target->slot);
 	char	   *sql;
 	char	   *snapshot = NULL;
 	char	   *conninfo;
@@ -356,6 +359,7 @@ online_subscribe(Server *src, Server *tgt, TableInfo *tables, int ntables,
 out:
 	free(sql);
 	free(snapshot);
+	free(tenants);
 	free(which);
 	free(directory);
 	free(list);
@@ -444,10 +448,13 @@ online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables, con
 		*rows += atoll(PQgetvalue(rt, 0, 0)) + atoll(PQgetvalue(rt, 0, 1));
 		if (!same)
 		{
-			report("error", "verification failed for step %d of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
-				   batch->steps[0], migration.id, tables[i].table_name, src->name, tgt->name);
+			char	   *which = describe(batch);
+
+			report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
+				   which, migration.id, tables[i].table_name, src->name, tgt->name);
+			free(which);
 			report("detail", "Since the copy, the source has %s rows unchanged and %s changed (checksum %s), the target %s unchanged and %s changed (checksum %s). "
-				   "The step was released: its rows stay on shard \"%s\", which still owns them.",
+				   "Given back: the rows stay on shard \"%s\", which still owns them.",
 				   PQgetvalue(rs, 0, 0), PQgetvalue(rs, 0, 1), PQgetvalue(rs, 0, 2),
 				   PQgetvalue(rt, 0, 0), PQgetvalue(rt, 0, 1), PQgetvalue(rt, 0, 2), src->name);
 			report("hint", "Something changed the moving rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",

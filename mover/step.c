@@ -24,10 +24,12 @@
  * again (the target's transaction rolled back with the dead mover, or its
  * leftovers are deleted first), a copied one is verified again and
  * completed, a completed one only has its source rows deleted.
- * With --online (online.c) batches are of one step: a subscription copies
- * the rows before the fence and streams their changes; after the fence
- * the mover waits until the target has applied the source's WAL, then
- * verifies; the subscription is gone before any source row is deleted.
+ * With --online (online.c) the rows are copied before the fence from the
+ * snapshot of a logical slot whose subscription then streams their
+ * changes (one slot, one subscription for the batch); after the fence the
+ * mover waits until the target has applied the source's WAL, then
+ * verifies the rows changed since the copy; the subscription is gone
+ * before any source row is deleted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +159,7 @@ rollback(Server *server)
 }
 
 /* "step 7", or "steps 7-1606 (a batch of 1600)": in messages */
-static char *
+char *
 describe(const Batch *batch)
 {
 	if (batch->nsteps == 1)
@@ -664,8 +666,8 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	const char *progress = b->progress;
 	long long	rows = 0,
 				bytes = 0;
-	bool		one = b->nsteps == 1;	/* online moves go one step at a time */
-	int			step = b->steps[0]; /* the step of an online move */
+	bool		one = b->nsteps == 1;
+	int			step = b->steps[0]; /* an online batch's objects are named for its first step */
 	bool		online = false; /* a subscription streams the step's rows */
 	OnlineCopy	copied = {0};	/* what the online copy left for the tail verification */
 	double		t_stream = 0,	/* the subscription's copy and catch-up */
@@ -698,7 +700,7 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	 * streams; any other is dropped first, before its publication could send
 	 * a deletion of the step's rows on the source to the target.
 	 */
-	if (one && strcmp(b->state, "fenced") == 0 && options.online && online_streaming(tgt, step, ntables))
+	if (strcmp(b->state, "fenced") == 0 && options.online && online_streaming(tgt, step, ntables))
 		online = true;
 	else if (!online_drop_batch(src, tgt, b))
 		goto retry;
@@ -733,7 +735,7 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	if (strcmp(b->state, "done") != 0)
 	{
 		/* online: copied from the slot's snapshot, then streamed, while writes go on */
-		if (one && strcmp(b->state, "copying") == 0 && options.online
+		if (strcmp(b->state, "copying") == 0 && options.online
 			&& online_usable(src, tgt, tables, ntables, &target))
 		{
 			double		t0 = now_seconds();

@@ -14,7 +14,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied);
+our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied allow_chash_plugin);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
 # directory database, or a shard the mover's online moves read from);
@@ -94,6 +94,23 @@ sub shard_applied
 	return $shard->poll_query_until('postgres', qq{
         SELECT bool_and(synced) AND string_agg(directory || ':' || replicated_version, ',' ORDER BY directory) = '$want'
         FROM chash_shard_status});
+}
+
+# Lets logical slots of the nodes decode with output plugin chash (online
+# moves, docs/shards.md): servers whose PostgreSQL lists the libraries a
+# slot may use (output_plugin_libraries) must name chash there.
+sub allow_chash_plugin
+{
+	my (@nodes) = @_;
+	for my $node (@nodes)
+	{
+		next unless $node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'");
+		my $libraries = $node->safe_psql('postgres', "SELECT current_setting('output_plugin_libraries')");
+		$node->append_conf('postgresql.conf', "output_plugin_libraries = '$libraries, chash'");
+		$node->reload;
+	}
+	return;
 }
 
 1;
