@@ -213,30 +213,36 @@ create_slot(Server *src, const char *name, char **snapshot)
 {
 	const char *keywords[] = {"dbname", "replication", "fallback_application_name", NULL};
 	const char *values[] = {src->conninfo, "database", PROGNAME, NULL};
-	PGconn	   *repl = PQconnectdbParams(keywords, values, true);
+	/* a Server of its own: server_wait says what a long wait waits for, and Ctrl-C cancels it */
+	Server		repl = {.name = src->name, .conninfo = src->conninfo};
 	char	   *sql;
-	PGresult   *res;
+	PGresult   *res = NULL;
+	bool		cancelled = false;
 
 	*snapshot = NULL;
-	if (PQstatus(repl) != CONNECTION_OK)
+	repl.conn = PQconnectdbParams(keywords, values, true);
+	if (PQstatus(repl.conn) != CONNECTION_OK)
 	{
-		report_result("error", format_text("could not open a replication connection to shard \"%s\"", src->name), NULL, repl);
-		PQfinish(repl);
+		report_result("error", format_text("could not open a replication connection to shard \"%s\"", src->name), NULL, repl.conn);
+		PQfinish(repl.conn);
 		return NULL;
 	}
 	sql = format_text("CREATE_REPLICATION_SLOT %s LOGICAL chash EXPORT_SNAPSHOT", name);
-	res = PQexec(repl, sql);
+	if (PQsendQuery(repl.conn, sql))
+		res = server_wait(&repl, sql, &cancelled);
 	free(sql);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 2))
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 2))
 	{
-		report_result("error", format_text("could not create replication slot \"%s\" on shard \"%s\"", name, src->name), res, repl);
+		if (!cancelled)
+			report_result("error", format_text("could not create replication slot \"%s\" on shard \"%s\"", name, src->name),
+						  res, repl.conn);
 		PQclear(res);
-		PQfinish(repl);
+		PQfinish(repl.conn);
 		return NULL;
 	}
 	*snapshot = format_text("%s", PQgetvalue(res, 0, 2));
 	PQclear(res);
-	return repl;
+	return repl.conn;
 }
 
 /*
@@ -323,7 +329,8 @@ online_subscribe(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	char	   *name = online_name(batch->steps[0]);
 	char	   *list = table_list(tables, ntables);
 	char	   *directory = escape_literal(src->conn, migration.directory);
-	char	   *tenants = escape_literal(src->conn, target->nsteps > 1 ? target->tenants : target->tenant);
+	char	   *tenants = target->slot >= 0 ? NULL
+		: escape_literal(src->conn, target->nsteps > 1 ? target->tenants : target->tenant);
 	char	   *which = target->slot < 0 ? format_text(target->nsteps > 1 ? "tenants => %s::text[]" : "tenants => ARRAY[%s]", tenants)
 		: target->nsteps > 1 ? format_text("slots => '%s'::int[]", target->slots)
 		: format_text("slots => ARRAY[%d]", target->slot);
@@ -824,18 +831,29 @@ online_drop(Server *src, Server *tgt, int step)
 		usleep(100 * 1000);
 	}
 	PQclear(res);
-	sql = format_text("DROP PUBLICATION IF EXISTS %s", name);
-	ok = command(src, sql);
-	free(sql);
-	/* the decoding filter, where chash has them */
+
+	/*
+	 * The decoding filter, then the publication: the publication is made
+	 * first and dropped last, so a rerun finds a dead run's filter by it
+	 * (and a mover that never made one, not a superuser, never reads the
+	 * filters).
+	 */
+	res = query(src, "SELECT FROM pg_catalog.pg_publication WHERE pubname = $1", 1, params);
+	if (res == NULL)
+		goto out;
+	ok = PQntuples(res) == 0;
+	PQclear(res);
+	if (ok)
+		goto out;
 	sql = format_text("SELECT %1$s.chash_decoding_filter_drop($1) "
 					  " WHERE pg_catalog.to_regclass('%1$s.chash_decoding_filter') IS NOT NULL", src->schema);
-	if (ok)
-	{
-		res = query(src, sql, 1, params);
-		ok = res != NULL;
-		PQclear(res);
-	}
+	res = query(src, sql, 1, params);
+	free(sql);
+	if (res == NULL)
+		goto out;
+	PQclear(res);
+	sql = format_text("DROP PUBLICATION IF EXISTS %s", name);
+	ok = command(src, sql);
 	free(sql);
 out:
 	free((char *) params[1]);
