@@ -390,15 +390,17 @@ online_test_pause(void)
  * did not: count unchanged, count changed, checksum of the changed.  On
  * the source a row version is the snapshot's when its xmin is older than
  * the snapshot's xmax and was not running then; on the target when the
- * copy's transaction wrote it.  Only the changed rows are hashed.
+ * copy's transaction wrote it.  Only the changed rows are hashed (a row's
+ * hash is never NULL: NULL marks an unchanged row).
  */
 static char *
 tail_sql(Server *server, const TableInfo *table, const StepTarget *target, const char *changed)
 {
 	char	   *pred = step_predicate(server, table, target);
-	char	   *sql = format_text("SELECT pg_catalog.count(*) FILTER (WHERE NOT q.c), pg_catalog.count(*) FILTER (WHERE q.c), "
-								  "       COALESCE(pg_catalog.sum(CASE WHEN q.c THEN %1$s.chash_xxh64(q.r::text) END), 0) "
-								  "  FROM (SELECT %2$s AS c, ROW(%3$s) AS r FROM %4$s WHERE %5$s OFFSET 0) q",
+	char	   *sql = format_text("SELECT pg_catalog.count(*) - pg_catalog.count(q.h), pg_catalog.count(q.h), "
+								  "       COALESCE(pg_catalog.sum(q.h), 0) "
+								  "  FROM (SELECT CASE WHEN %2$s THEN %1$s.chash_xxh64(ROW(%3$s)::text) END AS h "
+								  "          FROM %4$s WHERE %5$s) q",
 								  server->schema, changed, table->columns, table->table_name, pred);
 
 	free(pred);
