@@ -432,6 +432,10 @@ sub slot_steps_online
 	$online += $1 // 1 while $err =~
 	  /(?:step \d+: slot \d+|steps \d+-\d+ \(a batch of (\d+)\): \d+ slots) s\d -> s3 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_\d+"\), \d+ rows/g;
 	is($online, $nslots, "$d: every slot step moved online");
+	my $pairs = $dir->safe_psql('postgres',
+		"SELECT count(DISTINCT (from_shard, to_shard)) FROM chash_migration_step WHERE migration = $m");
+	my $rounds = () = $err =~ / online \(replication slot /g;
+	is($rounds, $pairs, "$d: one online round per shard pair ($pairs), its steps a batch");
 	unlike($err, qr/moved with writes blocked/, "$d: none fell back to blocking");
 	ok($longest <= 1, sprintf("$d: the longest refusal of a write was %.3f s (at most 1 s)", $longest));
 	check_rows("$d slot steps", $d, $where, $mine, $initial);
