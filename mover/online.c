@@ -323,7 +323,7 @@ out:
  * the source (said).
  */
 Verdict
-online_subscribe(Server *src, Server *tgt, TableInfo *tables, int ntables,
+online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 				 const StepTarget *target, const Batch *batch, OnlineCopy *copy)
 {
 	char	   *name = online_name(batch->steps[0]);
@@ -341,6 +341,10 @@ online_subscribe(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	Verdict		v = VERDICT_ERROR;
 
 	copy->known = false;
+	/* recorded first, so a cleaner finds them whatever happens next (replication_cleaner.c) */
+	sql = NULL;
+	if (!replication_objects_record(dir, batch->steps[0], src->name, tgt->name, name))
+		goto out;
 	sql = format_text("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete')", name, list);
 	if (!command(src, sql))
 		goto out;

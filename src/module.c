@@ -13,6 +13,7 @@
 #include "shard_failover.h"
 #include "load_stats.h"
 #include "shard_guard.h"
+#include "rebalance.h"
 
 PG_MODULE_MAGIC;
 
@@ -40,6 +41,8 @@ _PG_init(void)
 							"0 turns the bound off.  The directory database sends at least every wal_receiver_timeout / 2 of the shard.",
 							&chash_replica_max_silence, 0, 0, INT_MAX / 1000, PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
+	/* the background rebalance's settings, job cap and launcher (rebalance.c) */
+	rebalance_init();
 	MarkGUCPrefixReserved("chash");
 
 	/*

@@ -40,7 +40,6 @@ my %shard;
 for my $name (qw(s1 s2 s3))
 {
 	$shard{$name} = new_node($name, logical => 1, conf => $replication);
-	allow_chash_plugin($shard{$name});
 	$shard{$name}->safe_psql('postgres', q{
         CREATE EXTENSION chash;
         CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));

@@ -24,7 +24,6 @@ my $replication = "max_replication_slots = 16\nmax_wal_senders = 16\n"
 
 my $dir = new_node('directory', logical => 1, conf => $replication);
 my %shard = map { $_ => new_node($_, logical => 1, conf => $replication) } qw(s1 s2);
-allow_chash_plugin($dir, values %shard);
 
 # Directory database A (postgres): the tables of a two-level foreign key,
 # the child first in name order and the grandparent between: a_child ->

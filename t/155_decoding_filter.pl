@@ -19,8 +19,6 @@ my $conf = "max_replication_slots = 8\nmax_wal_senders = 8\n";
 my $source = new_node('source', logical => 1, conf => $conf);
 my $target = new_node('target', logical => 1, conf => $conf);
 
-allow_chash_plugin($source, $target);
-
 # One directory per slot method, each with a table of its own, on the
 # source (a directory database may be a shard too).
 my %case = (

@@ -17,7 +17,8 @@ use PostgreSQL::Test::Cluster;
 our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied allow_chash_plugin);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
-# directory database, or a shard the mover's online moves read from);
+# directory database, or a shard the mover's online moves read from, whose
+# slots may decode with plugin chash);
 # preload => 1 (shared_preload_libraries = 'chash': the guard's statement
 # check needs the library in every session, docs/shards.md); conf => text
 # for postgresql.conf.
@@ -29,6 +30,7 @@ sub new_node
 	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'") if $opt{preload};
 	$node->append_conf('postgresql.conf', $opt{conf}) if defined $opt{conf};
 	$node->start;
+	allow_chash_plugin($node) if $opt{logical};
 	return $node;
 }
 
