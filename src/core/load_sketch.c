@@ -75,6 +75,8 @@ load_sketch_clear(load_sketch *s, double now)
 
 	s->used = 0;
 	s->landmark = now;
+	s->last_exponent = 0;
+	s->last_factor = 1;
 	for (int32_t i = 0; i < s->nbuckets; i++)
 		buckets[i] = -1;
 }
@@ -220,7 +222,12 @@ load_sketch_add(load_sketch *s, uint64_t hash, const char *key, uint32_t len,
 		renormalize(s, now);
 		exponent = 0;
 	}
-	weight = amount * exp2(exponent);
+	if (exponent != s->last_exponent)
+	{
+		s->last_exponent = exponent;
+		s->last_factor = exp2(exponent);
+	}
+	weight = amount * s->last_factor;
 
 	i = find_entry(s, hash, key, len);
 	if (i >= 0)
