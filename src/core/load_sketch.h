@@ -14,8 +14,9 @@
  * nears the range of a double, that is once every 256 half-lives.
  *
  * The sketch lives in one block of caller memory without pointers (it is
- * placed in shared memory): entries, a min-heap of entry numbers by score,
- * and hash buckets of entry chains, found by offsets from the header.
+ * placed in shared memory): entries, a min-heap of entry numbers by score
+ * (kept only once the sketch is full), and hash buckets of entry chains,
+ * found by offsets from the header.
  * Tenants are known by a 64-bit hash and their length; the first
  * LOAD_KEY_MAX bytes are kept to be shown.
  */
