@@ -16,23 +16,9 @@
 
 #define PROGNAME "chash_move"
 
-/* ---- options.c ---- */
-typedef struct MoveOptions
-{
-	long long	migration;		/* 0: not given */
-	const char *directory;		/* NULL: not given */
-	int			jobs;
-	long long	max_steps;		/* -1: no limit */
-	int			batch_steps;	/* the most steps one batch claims */
-	long long	batch_rows;		/* the rows a batch aims at (0: no bound) */
-	long long	batch_bytes;	/* the bytes a batch aims at (0: no bound) */
-	int			lease_seconds;
-	bool		verbose;
-	bool		online;			/* --online: copy by logical replication */
-	const char *conninfo;		/* the directory database */
-} MoveOptions;
+#include "engine.h"
 
-extern MoveOptions options;
+/* ---- command_line.c ---- */
 extern void parse_options(int argc, char **argv);
 
 /* ---- report.c: messages in the style of PostgreSQL's client programs ---- */
@@ -40,6 +26,7 @@ extern void report(const char *level, const char *fmt,...) __attribute__((format
 extern void report_result(const char *level, const char *what, const PGresult *res, const PGconn *conn);
 extern pthread_mutex_t output_lock;
 extern bool first_time(const char *key);
+extern __thread const char *report_steps;	/* the batch this thread works on */
 
 /* ---- connection.c ---- */
 typedef struct Server
@@ -50,6 +37,7 @@ typedef struct Server
 	char	   *schema;			/* chash's schema there, quoted */
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
+	bool		has_refusal;	/* chash_shard_refusal exists there (1.2) */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -59,6 +47,7 @@ extern PGresult *query(Server *server, const char *sql, int nparams, const char 
 extern bool command(Server *server, const char *sql);
 extern PGresult *server_exec(Server *server, const char *sql);
 extern PGresult *server_wait(Server *server, const char *sql, bool *cancelled);
+extern const char *last_sqlstate(void);
 extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
@@ -77,10 +66,8 @@ typedef struct Migration
 } Migration;
 
 extern Migration migration;
-extern volatile sig_atomic_t stop_requested;
 extern volatile bool failed;	/* a step failed: every job stops */
 extern volatile bool config_error;	/* a shard cannot be used as configured */
-extern int	mover_run(const char *holder_prefix);
 
 /* ---- tables.c: registered tables and the rows of a step ---- */
 typedef struct StepTarget
@@ -142,7 +129,7 @@ typedef enum ClaimResult
 	CLAIM_GOT,
 	CLAIM_WAIT,					/* steps in flight held by live leases */
 	CLAIM_DONE,					/* nothing left */
-	CLAIM_STUCK,				/* in flight without a lease */
+	CLAIM_STUCK,				/* in flight without a lease, or an error no retry mends */
 	CLAIM_ERROR
 } ClaimResult;
 
@@ -154,6 +141,10 @@ extern void lease_totals(Server *dir);
 extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
 extern void batch_free(Batch *batch);
+extern char *batch_describe(const Batch *batch);
+extern bool refusal_lasting(const char *refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 
 /* ---- step.c ---- */
 typedef enum StepOutcome
@@ -165,6 +156,13 @@ typedef enum StepOutcome
 } StepOutcome;
 
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows);
+extern Server *step_shard(Server *dir, const char *name);
+extern void step_shards_close(void);
+
+/* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
+extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,
+									   const char *name);
+extern void replication_objects_clean(void);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
 extern char *online_name(int step);

@@ -294,6 +294,9 @@ online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int n
 		free(filter);
 		list = longer;
 	}
+	/* recorded first, so a cleaner finds them whatever happens next (replication_cleaner.c) */
+	if (!replication_objects_record(dir, step, src->name, tgt->name, name))
+		goto out;
 	sql = format_text("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete')", name, list);
 	ok = command(src, sql);
 	free(sql);
