@@ -14,7 +14,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied allow_chash_plugin);
+our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied join_shards allow_chash_plugin);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
 # directory database, or a shard the mover's online moves read from, whose
@@ -79,6 +79,21 @@ sub create_sql_helpers
         $$;
         GRANT EXECUTE ON FUNCTION sqlstate_of(text), message_of(text) TO PUBLIC;
     }) for @nodes;
+	return;
+}
+
+# Joins each shard of %$shards (name => node) to $directory on $dir, in
+# name order, after setting its server (chash_shard.server) to the node's
+# postgres database.  $dirconn is what publish_directory returned.
+sub join_shards
+{
+	my ($dir, $dirconn, $directory, $shards) = @_;
+	for my $name (sort keys %$shards)
+	{
+		my $c = $shards->{$name}->connstr('postgres');
+		$dir->safe_psql('postgres', qq{SELECT chash_set_shard('$directory', '$name', server => \$\$$c\$\$)});
+		$shards->{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('$directory', '$name', '$dirconn')});
+	}
 	return;
 }
 
