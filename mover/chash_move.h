@@ -178,6 +178,13 @@ extern bool replica_position(Server *server, long long *version, char **refusal)
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 
 /* ---- step.c ---- */
+typedef enum Verdict
+{
+	VERDICT_SAME,
+	VERDICT_DIFFERENT,
+	VERDICT_ERROR
+} Verdict;
+
 typedef enum StepOutcome
 {
 	STEP_MOVED,					/* finished (moved, or cleaned up after a cancel) */
@@ -193,6 +200,12 @@ extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finish
 extern Finisher *finisher_start(void);
 extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
+extern PGresult *last_result(Server *server, const char *sql);
+extern char *describe(const Batch *batch);
+extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
+					  const StepTarget *target, const Batch *batch, long long *rows);
+extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
+							const StepTarget *target, long long *bytes, RowSum *sum);
 extern Server *step_shard(Server *dir, const char *name);
 extern void step_shards_close(void);
 
@@ -202,13 +215,31 @@ extern bool replication_objects_record(Server *dir, int step, const char *source
 extern void replication_objects_clean(void);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
+/* What the tail verification needs of the mover's copy (online.c) */
+typedef struct OnlineCopy
+{
+	bool		known;			/* false after a takeover: the whole step is verified */
+	char		source_xmax[16];	/* the copy's snapshot on the source: xmax, as an xid */
+	char	   *source_xip;		/* and its in-progress xids, an xid[] literal */
+	char		target_xid[16]; /* the copy's transaction on the target */
+	long long	rows;
+	long long	bytes;
+} OnlineCopy;
+
+/* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */
+#define ONLINE_CANNOT_APPLY (-1)
+
 extern char *online_name(int step);
 extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target);
-extern bool online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
-							 const StepTarget *target, int step);
+extern Verdict online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
+								const StepTarget *target, const Batch *batch, OnlineCopy *copy);
 extern bool online_streaming(Server *tgt, int step, int ntables);
-extern bool online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
-extern bool online_wait_applied(Server *src, int step);
+extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
+extern int	online_wait_applied(Server *src, Server *tgt, int step, int ntables);
+extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables,
+								  const StepTarget *target, const Batch *batch, const OnlineCopy *copy,
+								  long long *rows);
+extern void online_test_pause(void);
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

@@ -56,15 +56,13 @@ return_tickets(int n)
  * last batches bound it everywhere: the steps that make --batch-rows at
  * that pace (at most --batch-steps), so a blocking batch's write block
  * stays near the copy time of --batch-rows.  The first batch is small,
- * to measure.  Online moves go one step at a time.
+ * to measure.  Online batches too: one slot and one subscription each.
  */
 static int
 batch_size(double rows_per_step)
 {
 	double		n;
 
-	if (options.online)
-		return 1;
 	if (options.batch_rows <= 0)
 		return options.batch_steps;
 	if (rows_per_step < 0)

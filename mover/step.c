@@ -29,10 +29,12 @@
  * again (the target's transaction rolled back with the dead mover, or its
  * leftovers are deleted first), a copied one is verified again and
  * completed, a completed one only has its source rows deleted.
- * With --online (online.c) batches are of one step: a subscription copies
- * the rows before the fence and streams their changes; after the fence
- * the mover waits until the target has applied the source's WAL, then
- * verifies; the subscription is gone before any source row is deleted.
+ * With --online (online.c) the rows are copied before the fence from the
+ * snapshot of a logical slot whose subscription then streams their
+ * changes (one slot, one subscription for the batch); after the fence the
+ * mover waits until the target has applied the source's WAL, then
+ * verifies the rows changed since the copy; the subscription is gone
+ * before any source row is deleted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +42,6 @@
 #include <unistd.h>
 
 #include "chash_move.h"
-
-typedef enum Verdict
-{
-	VERDICT_SAME,
-	VERDICT_DIFFERENT,
-	VERDICT_ERROR
-} Verdict;
 
 /* A completed batch whose rows are still to delete on its source, and what its line reports. */
 typedef struct Finish
@@ -163,7 +158,7 @@ step_shards_close(void)
 /* ---- small helpers ---- */
 
 /* The result of the statement sent there, or NULL with the error said (not when Ctrl-C cancelled it). */
-static PGresult *
+PGresult *
 last_result(Server *server, const char *sql)
 {
 	bool		cancelled;
@@ -205,7 +200,7 @@ rollback(Server *server)
 }
 
 /* "step 7", or "steps 7-1606 (a batch of 1600)": in messages */
-static char *
+char *
 describe(const Batch *batch)
 {
 	return batch_describe(batch);
@@ -374,7 +369,7 @@ checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, c
 }
 
 /* Both sides inside the transactions the caller opened. */
-static Verdict
+Verdict
 verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	   const StepTarget *target, const Batch *batch, long long *rows)
 {
@@ -602,7 +597,7 @@ columns_unchanged(Server *src, Server *tgt, const TableInfo *tables, int ntables
 	return same;
 }
 
-static long long
+long long
 copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		   const StepTarget *target, long long *bytes, RowSum *sum)
 {
@@ -635,8 +630,9 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	PQclear(res);
 	while ((n = PQgetCopyData(src->conn, &buf, 0)) > 0)
 	{
-		rowsum_feed(sum, buf, n);
-		if (sum->rows - paced >= 64)
+		if (sum != NULL)
+			rowsum_feed(sum, buf, n);
+		if (sum != NULL && sum->rows - paced >= 64)
 		{
 			rate_take(sum->rows - paced);	/* --max-rate */
 			paced = sum->rows;
@@ -656,7 +652,8 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		}
 	}
 	counters_add(0, pending);
-	rate_take(sum->rows - paced);
+	if (sum != NULL)
+		rate_take(sum->rows - paced);
 	res = last_result(src, out);
 	if (res == NULL || n != -1)
 	{
@@ -673,7 +670,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		goto done;
 	rows = atoll(PQcmdTuples(res));
 	PQclear(res);
-	if (!rowsum_whole(sum))
+	if (sum != NULL && !rowsum_whole(sum))
 	{
 		report("error", "the COPY stream of table \"%s\" from shard \"%s\" was cut or is not COPY's binary format",
 			   table->table_name, src->name);
@@ -1137,9 +1134,10 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 	const char *progress = b->progress;
 	long long	rows = 0,
 				bytes = 0;
-	bool		one = b->nsteps == 1;	/* online moves go one step at a time */
-	int			step = b->steps[0]; /* the step of an online move */
+	bool		one = b->nsteps == 1;
+	int			step = b->steps[0]; /* an online batch's objects are named for its first step */
 	bool		online = false; /* a subscription streams the step's rows */
+	OnlineCopy	copied = {0};	/* what the online copy left for the tail verification */
 	double		t_stream = 0,	/* the subscription's copy and catch-up */
 				t_fence = 0,	/* writes refused from here */
 				t_copy0 = 0,
@@ -1176,7 +1174,7 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 	 * streams; any other is dropped first, before its publication could send
 	 * a deletion of the step's rows on the source to the target.
 	 */
-	if (one && strcmp(b->state, "fenced") == 0 && options.online && online_streaming(tgt, step, ntables))
+	if (strcmp(b->state, "fenced") == 0 && options.online && online_streaming(tgt, step, ntables))
 		online = true;
 	else if (!online_drop_batch(src, tgt, b))
 		goto retry;
@@ -1216,20 +1214,30 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 
 	if (strcmp(b->state, "done") != 0)
 	{
-		/* online: the subscription copies the rows and streams their changes while writes go on */
-		if (one && strcmp(b->state, "copying") == 0 && options.online
+		/* online: copied from the slot's snapshot, then streamed, while writes go on */
+		if (strcmp(b->state, "copying") == 0 && options.online
 			&& online_usable(src, tgt, tables, ntables, &target))
 		{
 			double		t0 = now_seconds();
+			Verdict		v;
+			int			caught_up;
 
-			if (delete_rows(tgt, tables, ntables, &target) < 0
-				|| !online_subscribe(dir, src, tgt, tables, ntables, &target, step)
-				|| !lease_record(dir, b, "subscribed", -1, -1))
+			if (delete_rows(tgt, tables, ntables, &target) < 0)
+				goto give_back;
+			v = online_subscribe(dir, src, tgt, tables, ntables, &target, b, &copied);
+			if (v == VERDICT_DIFFERENT)
+				goto failed;
+			if (v != VERDICT_SAME || !lease_record(dir, b, "subscribed", -1, -1))
 				goto give_back;
 			progress = "subscribed";
 			crash_point("subscribed");
-			if (!online_wait_caught_up(src, tgt, step, ntables))
+			online_test_pause();
+			if ((caught_up = online_wait_caught_up(src, tgt, step, ntables)) != 1)
+			{
+				if (caught_up == ONLINE_CANNOT_APPLY)
+					goto failed;
 				goto give_back;
+			}
 			online = true;
 			t_stream = now_seconds() - t0;
 		}
@@ -1259,20 +1267,19 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 		t_copy0 = now_seconds();
 		if (online)
 		{
-			/* the target has applied every write the source took; then verified */
-			Verdict		v = online_wait_applied(src, step) ?
-				verify_again(src, tgt, tables, ntables, &target, b, &rows) : VERDICT_ERROR;
+			/* the target has applied every write the source took; then the rows changed since the copy verified */
+			int			applied = online_wait_applied(src, tgt, step, ntables);
+			Verdict		v = applied != 1 ? VERDICT_ERROR : !copied.known
+				? verify_again(src, tgt, tables, ntables, &target, b, &rows)
+				: online_verify_tail(src, tgt, tables, ntables, &target, b, &copied, &rows);
 
-			if (v == VERDICT_DIFFERENT)
-			{
-				give_back(dir, src, tgt, tables, ntables, &target, b);
-				outcome = STEP_FAILED;
-				goto out;
-			}
+			if (applied == ONLINE_CANNOT_APPLY || v == VERDICT_DIFFERENT)
+				goto failed;
 			if (v != VERDICT_SAME || !advance_sequences(tgt, tables, ntables, &target)
-				|| !lease_record(dir, b, "copied", rows, -1))
+				|| !lease_record(dir, b, "copied", rows, copied.bytes))
 				goto give_back;
 			counters_add(rows, 0);
+			bytes = copied.bytes;
 			t_copy = now_seconds();
 			crash_point("copied");
 		}
@@ -1358,6 +1365,11 @@ give_back:
 	give_back(dir, src, tgt, tables, ntables, &target, b);
 	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
 	goto out;
+failed:
+	/* what cannot move as it is (said): given back once, and the mover stops */
+	give_back(dir, src, tgt, tables, ntables, &target, b);
+	outcome = STEP_FAILED;
+	goto out;
 refuse:
 	/*
 	 * The shards cannot take the steps as they are.  Claimed only: given
@@ -1373,6 +1385,7 @@ retry:
 out:
 	if (outcome != STEP_MOVED)
 		pair_forget(b->from_shard, b->to_shard);
+	free(copied.source_xip);
 	free_tables(tables, ntables);
 	return outcome;
 }

@@ -86,7 +86,9 @@ sub finish
 
 my $movers = q{SELECT count(*) FROM pg_subscription WHERE subname LIKE 'chash_move%'};
 my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's2')});
-my $mover = start_mover();
+# the mover copies the whale itself, then subscribes; it holds there so
+# the promotion comes while the step streams, before its fence
+my $mover = do { local $ENV{CHASH_MOVE_PAUSE_SUBSCRIBED} = 5; start_mover() };
 ok(write_until($mover, sub { $shard{s2}->safe_psql('postgres', $movers) > 0 }), 'the mover streams the whale to s2');
 $dir->wait_for_catchup($standby);
 $dir->stop('immediate');
