@@ -49,6 +49,7 @@ extern PGresult *query(Server *server, const char *sql, int nparams, const char 
 extern bool command(Server *server, const char *sql);
 extern PGresult *server_exec(Server *server, const char *sql);
 extern PGresult *server_wait(Server *server, const char *sql, bool *cancelled);
+extern PGresult *last_result(Server *server, const char *sql);
 extern const char *last_sqlstate(void);
 extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
@@ -177,7 +178,11 @@ extern bool refusal_lasting(const char *refusal);
 extern bool replica_position(Server *server, long long *version, char **refusal);
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 
-/* ---- step.c ---- */
+/* ---- copy.c ---- */
+extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
+							const StepTarget *target, long long *bytes, RowSum *sum);
+
+/* ---- verify.c ---- */
 typedef enum Verdict
 {
 	VERDICT_SAME,
@@ -185,6 +190,10 @@ typedef enum Verdict
 	VERDICT_ERROR
 } Verdict;
 
+extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
+					  const StepTarget *target, const Batch *batch, long long *rows);
+
+/* ---- step.c ---- */
 typedef enum StepOutcome
 {
 	STEP_MOVED,					/* finished (moved, or cleaned up after a cancel) */
@@ -200,12 +209,6 @@ extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finish
 extern Finisher *finisher_start(void);
 extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
-extern PGresult *last_result(Server *server, const char *sql);
-extern char *describe(const Batch *batch);
-extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
-					  const StepTarget *target, const Batch *batch, long long *rows);
-extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
-							const StepTarget *target, long long *bytes, RowSum *sum);
 extern Server *step_shard(Server *dir, const char *name);
 extern void step_shards_close(void);
 

@@ -182,6 +182,23 @@ server_wait(Server *server, const char *sql, bool *cancelled)
 	return last;
 }
 
+/* The result of the statement sent there, or NULL with the error said (not when Ctrl-C cancelled it). */
+PGresult *
+last_result(Server *server, const char *sql)
+{
+	bool		cancelled;
+	PGresult   *last = server_wait(server, sql, &cancelled);
+
+	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
+	{
+		if (!cancelled)
+			report_result("error", format_text("query failed on shard \"%s\"", server->name), last, server->conn);
+		PQclear(last);
+		return NULL;
+	}
+	return last;
+}
+
 /* the SQLSTATE of this thread's last failed statement ("" when none was sent or it had none) */
 static __thread char failed_sqlstate[6];
 

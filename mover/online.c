@@ -461,7 +461,7 @@ online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables, con
 		*rows += atoll(PQgetvalue(rt, 0, 0)) + atoll(PQgetvalue(rt, 0, 1));
 		if (!same)
 		{
-			char	   *which = describe(batch);
+			char	   *which = batch_describe(batch);
 
 			report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
 				   which, migration.id, tables[i].table_name, src->name, tgt->name);

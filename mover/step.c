@@ -157,23 +157,6 @@ step_shards_close(void)
 
 /* ---- small helpers ---- */
 
-/* The result of the statement sent there, or NULL with the error said (not when Ctrl-C cancelled it). */
-PGresult *
-last_result(Server *server, const char *sql)
-{
-	bool		cancelled;
-	PGresult   *last = server_wait(server, sql, &cancelled);
-
-	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
-	{
-		if (!cancelled)
-			report_result("error", format_text("query failed on shard \"%s\"", server->name), last, server->conn);
-		PQclear(last);
-		return NULL;
-	}
-	return last;
-}
-
 static void
 rollback(Server *server)
 {
@@ -197,13 +180,6 @@ rollback(Server *server)
 		res = PQexec(server->conn, "ROLLBACK");
 		PQclear(res);
 	}
-}
-
-/* "step 7", or "steps 7-1606 (a batch of 1600)": in messages */
-char *
-describe(const Batch *batch)
-{
-	return batch_describe(batch);
 }
 
 /*
@@ -245,7 +221,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 	if (!replica_position(server, &version, &refusal))
 		return false;
 	res = query(dir, format_text("SELECT version FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
-	which = describe(batch);
+	which = batch_describe(batch);
 	where = format_text("replica of directory \"%s\" is at version %lld, the directory database at version %s",
 						migration.directory, version,
 						res != NULL && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "unknown");
@@ -356,72 +332,6 @@ out:
 
 /* ---- verification ---- */
 
-static char *
-checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, const char *names)
-{
-	char	   *pred = step_predicate(server, table, target);
-	char	   *sql = format_text("SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(%s.chash_xxh64(r::pg_catalog.text)), 0) "
-								  "FROM (SELECT %s FROM %s WHERE %s) r",
-								  server->schema, names, table->table_name, pred);
-
-	free(pred);
-	return sql;
-}
-
-/* Both sides inside the transactions the caller opened. */
-Verdict
-verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
-	   const StepTarget *target, const Batch *batch, long long *rows)
-{
-	for (int i = 0; i < ntables; i++)
-	{
-		char	   *sql_src = checksum_sql(src, &tables[i], target, tables[i].columns);
-		char	   *sql_tgt = checksum_sql(tgt, &tables[i], target, tables[i].columns);
-		PGresult   *rs,
-				   *rt;
-		Verdict		v;
-
-		if (!PQsendQuery(src->conn, sql_src) || !PQsendQuery(tgt->conn, sql_tgt))
-		{
-			report("error", "could not send the verification query: %s", PQerrorMessage(src->conn));
-			return VERDICT_ERROR;
-		}
-		rs = last_result(src, sql_src);
-		rt = last_result(tgt, sql_tgt);
-		free(sql_src);
-		free(sql_tgt);
-		if (rs == NULL || rt == NULL)
-		{
-			PQclear(rs);
-			PQclear(rt);
-			return VERDICT_ERROR;
-		}
-		if (rows != NULL)
-			*rows += atoll(PQgetvalue(rt, 0, 0));
-		v = (strcmp(PQgetvalue(rs, 0, 0), PQgetvalue(rt, 0, 0)) == 0
-			 && strcmp(PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 1)) == 0) ? VERDICT_SAME : VERDICT_DIFFERENT;
-		if (v == VERDICT_DIFFERENT)
-		{
-			char	   *which = describe(batch);
-
-			report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
-				   which, migration.id, tables[i].table_name, src->name, tgt->name);
-			report("detail", "The source has %s rows (checksum %s), the target %s rows (checksum %s). "
-				   "The %s released: %s rows stay on shard \"%s\", which still owns them.",
-				   PQgetvalue(rs, 0, 0), PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 0), PQgetvalue(rt, 0, 1),
-				   batch->nsteps == 1 ? "step was" : "steps were", batch->nsteps == 1 ? "its" : "their", src->name);
-			free(which);
-			report("hint", "Something changed the moving rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",
-				   tgt->name);
-		}
-		PQclear(rs);
-		PQclear(rt);
-		if (v != VERDICT_SAME)
-			return v;
-	}
-	return VERDICT_SAME;
-}
-
 /*
  * The batch's rows of a table on the target, read back in COPY's binary
  * format and summed as the source's stream was (rowsum.c).
@@ -481,7 +391,7 @@ verify_copy(Server *src, Server *tgt, TableInfo *tables, int ntables, const Step
 		same = back.rows == sums[i].rows && back.sum == sums[i].sum && taken[i] == sums[i].rows;
 		if (!same)
 		{
-			char	   *which = describe(batch);
+			char	   *which = batch_describe(batch);
 
 			report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
 				   which, migration.id, tables[i].table_name, src->name, tgt->name);
@@ -595,92 +505,6 @@ columns_unchanged(Server *src, Server *tgt, const TableInfo *tables, int ntables
 	free(a);
 	free(b);
 	return same;
-}
-
-long long
-copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
-		   const StepTarget *target, long long *bytes, RowSum *sum)
-{
-	char	   *pred_src = step_predicate(src, table, target);
-	char	   *out = format_text("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT (FORMAT binary)",
-								  names, table->table_name, pred_src);
-	char	   *in = format_text("COPY %s (%s) FROM STDIN (FORMAT binary)", table->table_name, names);
-	PGresult   *res;
-	long long	rows = -1;
-	long long	pending = 0;
-	long long	paced = 0;		/* rows taken from --max-rate's bucket */
-	char	   *buf;
-	int			n;
-
-	res = server_exec(src, out);
-	if (PQresultStatus(res) != PGRES_COPY_OUT)
-	{
-		report_result("error", format_text("could not copy from shard \"%s\"", src->name), res, src->conn);
-		PQclear(res);
-		goto done;
-	}
-	PQclear(res);
-	res = server_exec(tgt, in);
-	if (PQresultStatus(res) != PGRES_COPY_IN)
-	{
-		report_result("error", format_text("could not copy to shard \"%s\"", tgt->name), res, tgt->conn);
-		PQclear(res);
-		goto done;
-	}
-	PQclear(res);
-	while ((n = PQgetCopyData(src->conn, &buf, 0)) > 0)
-	{
-		if (sum != NULL)
-			rowsum_feed(sum, buf, n);
-		if (sum != NULL && sum->rows - paced >= 64)
-		{
-			rate_take(sum->rows - paced);	/* --max-rate */
-			paced = sum->rows;
-		}
-		if (PQputCopyData(tgt->conn, buf, n) != 1)
-		{
-			PQfreemem(buf);
-			break;
-		}
-		PQfreemem(buf);
-		*bytes += n;
-		pending += n;
-		if (pending > 1024 * 1024)
-		{
-			counters_add(0, pending);
-			pending = 0;
-		}
-	}
-	counters_add(0, pending);
-	if (sum != NULL)
-		rate_take(sum->rows - paced);
-	res = last_result(src, out);
-	if (res == NULL || n != -1)
-	{
-		PQclear(res);
-		PQputCopyEnd(tgt->conn, "the source failed");
-		PQclear(last_result(tgt, in));
-		goto done;
-	}
-	PQclear(res);
-	if (PQputCopyEnd(tgt->conn, NULL) != 1)
-		goto done;
-	res = last_result(tgt, in);
-	if (res == NULL)
-		goto done;
-	rows = atoll(PQcmdTuples(res));
-	PQclear(res);
-	if (sum != NULL && !rowsum_whole(sum))
-	{
-		report("error", "the COPY stream of table \"%s\" from shard \"%s\" was cut or is not COPY's binary format",
-			   table->table_name, src->name);
-		rows = -1;
-	}
-done:
-	free(pred_src);
-	free(out);
-	free(in);
-	return rows;
 }
 
 /*
@@ -801,7 +625,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 			goto out;
 		if (atoll(PQcmdTuples(res)) > 0 && options.verbose)
 		{
-			char	   *which = describe(batch);
+			char	   *which = batch_describe(batch);
 
 			report("info", "%s: deleted %s rows of \"%s\" left on shard \"%s\" by an earlier try",
 				   which, PQcmdTuples(res), tables[i].table_name, tgt->name);
@@ -978,7 +802,7 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 	pthread_mutex_unlock(&counters_lock);
 	if (options.verbose)
 	{
-		char	   *which = describe(b);
+		char	   *which = batch_describe(b);
 		char	   *what = !one ? format_text("%d %s", b->nsteps, target->slot >= 0 ? "slots" : "tenants")
 			: target->slot >= 0 ? format_text("slot %d", target->slot)
 			: format_text("tenant %s", escape_literal(src->conn, target->tenant));
@@ -1201,7 +1025,7 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 	}
 	if (strcmp(b->state, "done") == 0 && strcmp(progress, "copied") != 0 && strcmp(progress, "completed") != 0)
 	{
-		char	   *which = describe(b);
+		char	   *which = batch_describe(b);
 
 		report("warning", "%s of migration %lld %s completed by something other than chash_move before %s rows were copied",
 			   which, migration.id, one ? "was" : "were", one ? "its" : "their");
