@@ -336,7 +336,8 @@ chash_rebalance_worker_main(Datum arg)
 	int			n;
 	int			jobs = 0;
 	long long	migration_id,
-				rows_before;
+				rows_before,
+				max_rate;
 	int			max_parallel;
 	double		started;
 	double		next_status = 0;
@@ -365,13 +366,14 @@ chash_rebalance_worker_main(Datum arg)
 	values[2] = Int32GetDatum(MyProcPid);
 	row = row_statement("UPDATE %s.chash_rebalance SET worker_pid = $3, updated_at = pg_catalog.now() "
 						"WHERE directory = $1 AND run = $2 AND state = 'running' "
-						"RETURNING migration, max_parallel, rows_moved, role",
+						"RETURNING migration, max_parallel, rows_moved, role, max_rate",
 						3, types, values, NULL, &n);
 	if (row == NULL)
 		proc_exit(0);
 	migration_id = atoll(row[0]);
 	max_parallel = atoi(row[1]);
 	rows_before = atoll(row[2]);
+	max_rate = row[4] ? atoll(row[4]) : 0;	/* NULL: no bound */
 
 	/* the jobs of chash.max_rebalance_jobs, waiting while none is free */
 	for (;;)
@@ -412,6 +414,7 @@ chash_rebalance_worker_main(Datum arg)
 	options.lease_seconds = chash_rebalance_lease;
 	options.online = chash_rebalance_online;
 	options.batch_rows = chash_rebalance_batch_rows;
+	options.max_rate = max_rate;	/* rows a second across the jobs, as --max-rate */
 	options.conninfo = directory_conninfo(row[3]);
 	report_hook = queue_message;
 	started = GetCurrentTimestamp() / 1e6;
