@@ -426,9 +426,12 @@ replica_position(Server *server, long long *version, char **refusal)
  * then the directory (inside the caller's transaction there, if it holds
  * one), so a version the shard applied meanwhile cannot look like one the
  * directory lacks.  A replica may lag behind the directory; it must never
- * be ahead of it: a version above the directory's, a step further on
- * (fenced or done where the directory says pending, copying or fenced),
- * done where the directory says cancelled or the reverse.  Nor may the
+ * be ahead of it: a version above the directory's, a step done where the
+ * directory says otherwise, or cancelled where it does not, or at the
+ * directory's own version a step further on (fenced where the directory
+ * says pending or copying).  Below the directory's version a replica may
+ * show a step further on than the directory: a step given back (fenced,
+ * then pending again) on a version it has not applied yet.  Nor may the
  * directory database become another server (*identity: its system
  * identifier and timeline, recorded on the first call when empty), nor
  * may the shard's replica have met another history.  On a disagreement
@@ -441,7 +444,8 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 {
 	char	   *id = format_text("%lld", migration.id);
 	char	   *dir_version = NULL;
-	const char *params[4] = {migration.directory, id, "{}", "{}"};
+	char	   *version_text = NULL;
+	const char *params[5] = {migration.directory, id, "{}", "{}", NULL};
 	char	   *which = batch ? batch_describe(batch) : format_text("the next claim");
 	long long	version;
 	char	   *refusal = NULL;
@@ -451,6 +455,8 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 
 	if (!replica_position(shard, &version, &refusal))
 		goto out;
+	version_text = format_text("%lld", version);
+	params[4] = version_text;
 	if (batch != NULL)
 	{
 		const char *sp[2] = {id, batch->step_list};
@@ -476,10 +482,12 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 		"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
 		"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
 		"                   WHEN r.state = 'cancelled' THEN true "
+		"                   WHEN r.state = 'done' THEN s.state <> 'done' "
+		"                   WHEN $5::pg_catalog.int8 < d.version THEN false "
 		"                   ELSE pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], r.state) "
 		"                      > pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], s.state) END "
 		"        ORDER BY s.step LIMIT 1) x ON true "
-		" WHERE d.name = $1", dir->schema), 4, params);
+		" WHERE d.name = $1", dir->schema), 5, params);
 	if (rd == NULL)
 		goto out;
 	if (PQntuples(rd) != 1)
@@ -537,6 +545,7 @@ out:
 	PQclear(rs);
 	PQclear(rd);
 	free(refusal);
+	free(version_text);
 	free(which);
 	free(id);
 	return ok;
