@@ -190,16 +190,6 @@ fetch_row(Relation rel, Oid index, Snapshot snapshot, ScanKeyData *key, int nkey
 	return copy;
 }
 
-static int
-find_shard(RouteDirectory *dir, text *name)
-{
-	for (int i = 0; i < dir->nshards; i++)
-		if (VARSIZE(dir->shards[i].name) - VARHDRSZ == VARSIZE_ANY_EXHDR(name) &&
-			memcmp(VARDATA(dir->shards[i].name), VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0)
-			return i;
-	return -1;
-}
-
 static char
 shard_state(text *state)
 {
@@ -393,6 +383,7 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 	DirectoryLoader loader;
 	Relation	rel;
 	List	   *shard_rows = NIL;
+	bool		added = false;
 	ListCell   *lc;
 
 	if (!OidIsValid(catalog->change_table) || dir->version >= row->version ||
@@ -419,6 +410,11 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 
 	/* From here the state is half old, half new until the end. */
 	dir->broken = true;
+	loader.catalog = catalog;
+	loader.dir = dir;
+	loader.name = name;
+	loader.snapshot = snapshot;
+	directory_loader_map_shards(&loader);
 	foreach(lc, shard_rows)
 	{
 		HeapTuple	tuple = lfirst(lc);
@@ -427,12 +423,14 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 														 RelationGetDescr(rel), &isnull));
 		char		state = shard_state(DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_SHARD_STATE],
 																	 RelationGetDescr(rel), &isnull)));
-		int			i = find_shard(dir, shard);
+		int			i = shard_names_find(&loader.shard_names, VARDATA_ANY(shard),
+										 VARSIZE_ANY_EXHDR(shard));
 
 		if (i < 0)
 		{
 			MemoryContext old = MemoryContextSwitchTo(dir->context);
 
+			added = true;
 			dir->shards = repalloc_huge(dir->shards, sizeof(RouteShard) * (dir->nshards + 1));
 			i = dir->nshards++;
 			dir->shards[i].name = cstring_to_text_with_len(VARDATA_ANY(shard), VARSIZE_ANY_EXHDR(shard));
@@ -441,12 +439,8 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		dir->shards[i].state = state;
 	}
 	table_close(rel, NoLock);
-
-	loader.catalog = catalog;
-	loader.dir = dir;
-	loader.name = name;
-	loader.snapshot = snapshot;
-	directory_loader_map_shards(&loader);
+	if (added)
+		directory_loader_map_shards(&loader);
 
 	rel = table_open(catalog->tables[T_SLOT], NoLock);
 	foreach(lc, keys.slots)

@@ -22,6 +22,8 @@
 #include "utils/rel.h"
 
 #include "directory_load.h"
+#include "redis_slot.h"
+#include "shard_names.h"
 
 /* Steps merged or tenants indexed between two interrupt checks. */
 #define LOAD_PIECE 65536
@@ -118,20 +120,26 @@ directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapsho
 			bad_row(n, n_len, table,
 					pstrdup("Its slot_count, slot_method, key_type and version must not be null."));
 		row->slot_count = DatumGetInt32(count);
-		if (row->slot_count < 1 || row->slot_count > DIRECTORY_MAX_SLOTS)
-			bad_row(n, n_len, table,
-					psprintf("Its slot_count is %d; it must be between 1 and %d.",
-							 row->slot_count, DIRECTORY_MAX_SLOTS));
-		if (slot_method_parse(VARDATA_ANY(method), VARSIZE_ANY_EXHDR(method), &row->method) != 0)
-			bad_row(n, n_len, table, psprintf("Its slot_method %s is not one of the slot methods.",
-											  quoted(method)));
+		switch (directory_layout_check(row->slot_count, VARDATA_ANY(method),
+									   VARSIZE_ANY_EXHDR(method), &row->method))
+		{
+			case LAYOUT_OK:
+				break;
+			case LAYOUT_SLOT_COUNT:
+				bad_row(n, n_len, table,
+						psprintf("Its slot_count is %d; it must be between 1 and %d.",
+								 row->slot_count, DIRECTORY_MAX_SLOTS));
+			case LAYOUT_METHOD:
+				bad_row(n, n_len, table, psprintf("Its slot_method %s is not one of the slot methods.",
+												  quoted(method)));
+			case LAYOUT_REDIS_SLOTS:
+				bad_row(n, n_len, table,
+						psprintf("Its slot method is \"redis\" and its slot_count %d, not %d.",
+								 row->slot_count, REDIS_CLUSTER_SLOTS));
+		}
 		if (key_type_parse(VARDATA_ANY(ktype), VARSIZE_ANY_EXHDR(ktype), &row->ktype) != 0)
 			bad_row(n, n_len, table, psprintf("Its key_type %s is not one of the key types.",
 											  quoted(ktype)));
-		if (row->method == SLOT_METHOD_REDIS && row->slot_count != 16384)
-			bad_row(n, n_len, table,
-					psprintf("Its slot method is \"redis\" and its slot_count %d, not 16384.",
-							 row->slot_count));
 		row->version = DatumGetInt64(version);
 		row->tid = tuple->t_self;
 		row->xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
@@ -145,24 +153,9 @@ directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapsho
 int32
 directory_loader_shard_index(DirectoryLoader *loader, text *shard)
 {
-	RouteDirectory *dir = loader->dir;
-	const char *s;
-	uint32		len;
-	const tenant_map_entry *e;
-
 	if (shard == NULL)
 		return -1;
-	s = VARDATA_ANY(shard);
-	len = VARSIZE_ANY_EXHDR(shard);
-	if (loader->last_shard >= 0 &&
-		VARSIZE(dir->shards[loader->last_shard].name) - VARHDRSZ == len &&
-		memcmp(VARDATA(dir->shards[loader->last_shard].name), s, len) == 0)
-		return loader->last_shard;
-	e = tenant_map_get(&loader->shard_map, xxh64_hash(s, len, 0), s, len);
-	if (e == NULL)
-		return -1;
-	loader->last_shard = e->value;
-	return e->value;
+	return shard_names_find(&loader->shard_names, VARDATA_ANY(shard), VARSIZE_ANY_EXHDR(shard));
 }
 
 /* The 55000 for a row whose shard shard_index() refused. */
@@ -240,18 +233,15 @@ void
 directory_loader_map_shards(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
-	size_t		map_capacity = tenant_map_capacity(dir->nshards);
+	size_t		capacity = shard_names_capacity(dir->nshards);
 
-	tenant_map_init(&loader->shard_map, palloc0(sizeof(tenant_map_entry) * map_capacity),
-					map_capacity, NULL, 0);
-	loader->last_shard = -1;
+	shard_names_init(&loader->shard_names, palloc0(sizeof(tenant_map_entry) * capacity), capacity);
 	for (int i = 0; i < dir->nshards; i++)
 	{
 		text	   *n = dir->shards[i].name;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!tenant_map_put(&loader->shard_map, xxh64_hash(VARDATA(n), VARSIZE(n) - VARHDRSZ, 0),
-							VARDATA(n), VARSIZE(n) - VARHDRSZ, i))
+		if (!shard_names_add(&loader->shard_names, VARDATA(n), VARSIZE(n) - VARHDRSZ, i))
 			BAD_ROW(loader, directory_table_names[T_SHARD], "Shard %s appears more than once.", quoted(n));
 	}
 }
@@ -583,7 +573,6 @@ directory_load(const DirectoryCatalog *catalog, text *name, const DirectoryRow *
 	loader.dir = dir;
 	loader.name = name;
 	loader.snapshot = snapshot;
-	loader.last_shard = -1;
 	load_shards(&loader);
 	load_slots(&loader);
 	load_overrides(&loader);

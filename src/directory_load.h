@@ -16,6 +16,7 @@
 
 #include "directory_cache.h"
 #include "directory_catalog.h"
+#include "shard_names.h"
 
 typedef struct DirectoryRow
 {
@@ -45,8 +46,7 @@ typedef struct DirectoryLoader
 	RouteDirectory *dir;
 	text	   *name;
 	Snapshot	snapshot;
-	tenant_map	shard_map;		/* shard name -> index into dir->shards */
-	int32		last_shard;		/* slots come in runs of one owner */
+	shard_names shard_names;	/* shard name -> index into dir->shards */
 } DirectoryLoader;
 
 /* The pieces directory_apply.c shares with the loader. */
