@@ -24,6 +24,7 @@
 #include "utils/rel.h"
 
 #include "directory_apply.h"
+#include "directory_rows.h"
 
 /* More keys than this and a reload is as cheap. */
 #define CATCH_UP_MAX_KEYS 10000
@@ -37,14 +38,6 @@ typedef struct ChangedKeys
 	List	   *steps;			/* int64 * pairs: migration, step */
 	int			count;
 } ChangedKeys;
-
-static void
-text_key(ScanKeyData *key, Relation rel, AttrNumber attnum, text *value)
-{
-	ScanKeyEntryInitialize(key, 0, attnum, BTEqualStrategyNumber, InvalidOid,
-						   TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attcollation,
-						   F_TEXTEQ, PointerGetDatum(value));
-}
 
 static int
 compare_int64_pairs(const ListCell *a, const ListCell *b)
@@ -104,7 +97,7 @@ read_history(const DirectoryCatalog *catalog, RouteDirectory *dir, text *name,
 	char		since[32];
 
 	snprintf(since, sizeof(since), INT64_FORMAT, dir->version);
-	text_key(&key[0], rel, col[CC_DIRECTORY], name);
+	directory_name_key(&key[0], rel, col[CC_DIRECTORY], name);
 	ScanKeyInit(&key[1], col[CC_VERSION], BTGreaterStrategyNumber, F_INT8GT,
 				Int64GetDatum(dir->version));
 	scan = systable_beginscan(rel, catalog->change_index, true, snapshot, 2, key);
@@ -316,7 +309,7 @@ apply_steps(DirectoryLoader *loader, ChangedKeys *keys)
 	ListCell   *lc;
 
 	/* chash_migration_running: the running migrations of the directory */
-	text_key(&key, mrel, catalog->columns[C_MIGRATION_DIRECTORY], loader->name);
+	directory_name_key(&key, mrel, catalog->columns[C_MIGRATION_DIRECTORY], loader->name);
 	scan = systable_beginscan(mrel, catalog->indexes[T_MIGRATION], true, loader->snapshot, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
@@ -397,8 +390,8 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		ScanKeyData key[2];
 		HeapTuple	tuple;
 
-		text_key(&key[0], rel, catalog->columns[C_SHARD_DIRECTORY], name);
-		text_key(&key[1], rel, catalog->columns[C_SHARD_SHARD], lfirst(lc));
+		directory_name_key(&key[0], rel, catalog->columns[C_SHARD_DIRECTORY], name);
+		directory_name_key(&key[1], rel, catalog->columns[C_SHARD_SHARD], lfirst(lc));
 		tuple = fetch_row(rel, catalog->indexes[T_SHARD], snapshot, key, 2);
 		if (tuple == NULL || shard_is_bad(tuple, RelationGetDescr(rel), catalog))
 		{
@@ -453,7 +446,7 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		int32		owner;
 
 		CHECK_FOR_INTERRUPTS();
-		text_key(&key[0], rel, catalog->columns[C_SLOT_DIRECTORY], name);
+		directory_name_key(&key[0], rel, catalog->columns[C_SLOT_DIRECTORY], name);
 		ScanKeyInit(&key[1], catalog->columns[C_SLOT_SLOT], BTEqualStrategyNumber, F_INT4EQ,
 					Int32GetDatum(slot));
 		tuple = fetch_row(rel, catalog->indexes[T_SLOT], snapshot, key, 2);
@@ -484,8 +477,8 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		HeapTuple	tuple;
 
 		CHECK_FOR_INTERRUPTS();
-		text_key(&key[0], rel, catalog->columns[C_OVERRIDE_DIRECTORY], name);
-		text_key(&key[1], rel, catalog->columns[C_OVERRIDE_TENANT], tenant);
+		directory_name_key(&key[0], rel, catalog->columns[C_OVERRIDE_DIRECTORY], name);
+		directory_name_key(&key[1], rel, catalog->columns[C_OVERRIDE_TENANT], tenant);
 		tuple = fetch_row(rel, catalog->indexes[T_OVERRIDE], snapshot, key, 2);
 		if (tuple == NULL)
 			overrides_remove(dir, hash, t, len);

@@ -56,9 +56,9 @@ route_key_init(RouteDirectory *dir, const char *tenant, size_t len, TenantKey *k
 
 /* The directory (argument 0) and the key of a text tenant (argument 1). */
 static inline RouteDirectory *
-text_route_key(FunctionCallInfo fcinfo, TenantKey *key)
+text_route_key(FunctionCallInfo fcinfo, RouteCallSite *site, TenantKey *key)
 {
-	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
+	RouteDirectory *dir = directory_for_site(site, PG_GETARG_TEXT_PP(0));
 	text	   *tenant = PG_GETARG_TEXT_PP(1);
 
 	route_key_init(dir, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), key);
@@ -96,40 +96,43 @@ chash_slot(PG_FUNCTION_ARGS)
 {
 	TenantKey	key;
 
-	(void) text_route_key(fcinfo, &key);
+	(void) text_route_key(fcinfo, route_call_site(fcinfo), &key);
 	PG_RETURN_INT32(key.slot);
 }
 
 Datum
 chash_route(PG_FUNCTION_ARGS)
 {
+	RouteCallSite *site = route_call_site(fcinfo);
 	TenantKey	key;
-	RouteDirectory *dir = text_route_key(fcinfo, &key);
+	RouteDirectory *dir = text_route_key(fcinfo, site, &key);
 	bool		overridden;
 
-	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, owner_of(dir, &key, &overridden)));
+	PG_RETURN_TEXT_P(directory_shard_name(site, dir, owner_of(dir, &key, &overridden)));
 }
 
 /* A bigint tenant routes exactly like its decimal text. */
 Datum
 chash_route_int8(PG_FUNCTION_ARGS)
 {
-	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
+	RouteCallSite *site = route_call_site(fcinfo);
+	RouteDirectory *dir = directory_for_site(site, PG_GETARG_TEXT_PP(0));
 	char		decimal[CANONICAL_BIGINT_MAX];
 	size_t		len = bigint_tenant_format(PG_GETARG_INT64(1), decimal);
 	TenantKey	key;
 	bool		overridden;
 
 	route_key_init(dir, decimal, len, &key);
-	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, owner_of(dir, &key, &overridden)));
+	PG_RETURN_TEXT_P(directory_shard_name(site, dir, owner_of(dir, &key, &overridden)));
 }
 
 Datum
 chash_route_explain(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RouteCallSite *site = route_call_site(fcinfo);
 	TenantKey	key;
-	RouteDirectory *dir = text_route_key(fcinfo, &key);
+	RouteDirectory *dir = text_route_key(fcinfo, site, &key);
 	bool		overridden;
 	int32		shard;
 	RouteStep  *step;
@@ -142,12 +145,12 @@ chash_route_explain(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	values[0] = PointerGetDatum(cstring_to_text_with_len(key.canonical.data, key.canonical.len));
 	values[1] = Int32GetDatum(key.slot);
-	values[2] = PointerGetDatum(directory_shard_name(fcinfo, dir, shard));
+	values[2] = PointerGetDatum(directory_shard_name(site, dir, shard));
 	values[3] = CStringGetTextDatum(overridden ? "override" : "slot");
 	if (step != NULL)
 	{
 		values[4] = CStringGetTextDatum(step->fenced ? "fenced" : "copying");
-		values[5] = PointerGetDatum(directory_shard_name(fcinfo, dir, step->to_shard));
+		values[5] = PointerGetDatum(directory_shard_name(site, dir, step->to_shard));
 		values[6] = Int64GetDatum(step->migration);
 	}
 	else
