@@ -183,15 +183,6 @@ fetch_row(Relation rel, Oid index, Snapshot snapshot, ScanKeyData *key, int nkey
 	return copy;
 }
 
-static char
-shard_state(text *state)
-{
-	char	   *s = text_to_cstring(state);
-
-	return strcmp(s, "active") == 0 ? 'a' : strcmp(s, "draining") == 0 ? 'd' :
-		strcmp(s, "retired") == 0 ? 'r' : 0;
-}
-
 /* A shard row without a valid state: the loader reports it. */
 static bool
 shard_is_bad(HeapTuple tuple, TupleDesc desc, const DirectoryCatalog *catalog)
@@ -199,7 +190,7 @@ shard_is_bad(HeapTuple tuple, TupleDesc desc, const DirectoryCatalog *catalog)
 	bool		isnull;
 	Datum		state = heap_getattr(tuple, catalog->columns[C_SHARD_STATE], desc, &isnull);
 
-	return isnull || shard_state(DatumGetTextPP(state)) == 0;
+	return isnull || directory_row_state(DatumGetTextPP(state), STATE_SHARD) < 0;
 }
 
 /* The overrides in a map (and filter) sized anew for their count. */
@@ -315,11 +306,10 @@ apply_steps(DirectoryLoader *loader, ChangedKeys *keys)
 	{
 		bool		isnull;
 		Datum		id = heap_getattr(tuple, catalog->columns[C_MIGRATION_ID], mdesc, &isnull);
-		text	   *status = DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_MIGRATION_STATUS],
-														 mdesc, &isnull));
+		text	   *status = directory_row_text(tuple, mdesc, catalog->columns[C_MIGRATION_STATUS]);
 		int64	   *m;
 
-		if (isnull || strcmp(text_to_cstring(status), "running") != 0)
+		if (isnull || directory_row_state(status, STATE_MIGRATION) != MIGRATION_RUNNING)
 			continue;
 		m = palloc(sizeof(int64));
 		*m = DatumGetInt64(id);
@@ -414,8 +404,9 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		bool		isnull;
 		text	   *shard = DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_SHARD_SHARD],
 														 RelationGetDescr(rel), &isnull));
-		char		state = shard_state(DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_SHARD_STATE],
-																	 RelationGetDescr(rel), &isnull)));
+		int			state = directory_row_state(DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_SHARD_STATE],
+																			  RelationGetDescr(rel), &isnull)),
+											STATE_SHARD);
 		int			i = shard_names_find(&loader.shard_names, VARDATA_ANY(shard),
 										 VARSIZE_ANY_EXHDR(shard));
 

@@ -14,12 +14,13 @@
 #include "storage/itemptr.h"
 
 #include "directory.h"
+#include "states.h"
 #include "step_index.h"
 
 typedef struct RouteShard
 {
 	text	   *name;			/* 4-byte header; routing returns a copy */
-	char		state;			/* 'a'ctive, 'd'raining, 'r'etired */
+	int			state;			/* shard_state, or -1 while being read */
 } RouteShard;
 
 /* A migration step in flight (copying or fenced) of a running migration. */

@@ -120,15 +120,11 @@ load_shards(DirectoryLoader *loader)
 		s = &dir->shards[dir->nshards++];
 		/* a plain 4-byte-header copy, which routing copies out as is */
 		s->name = cstring_to_text_with_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
-		if (state != NULL && directory_text_is(state, "active"))
-			s->state = 'a';
-		else if (state != NULL && directory_text_is(state, "draining"))
-			s->state = 'd';
-		else if (state != NULL && directory_text_is(state, "retired"))
-			s->state = 'r';
-		else
-			BAD_ROW(loader, table, "Shard %s has state %s; it must be active, draining or retired.",
-					directory_quoted(name), state ? directory_quoted(state) : "null");
+		s->state = directory_row_state(state, STATE_SHARD);
+		if (s->state < 0)
+			BAD_ROW(loader, table, "Shard %s has state %s; it must be %s.",
+					directory_quoted(name), state ? directory_quoted(state) : "null",
+					directory_state_list(STATE_SHARD));
 	}
 	systable_endscan(scan);
 	table_close(rel, NoLock);
@@ -287,17 +283,18 @@ load_steps(DirectoryLoader *loader)
 		text	   *status = directory_row_text(tuple, mdesc, COLUMN(loader, C_MIGRATION_STATUS));
 		bool		id_null;
 		Datum		id = directory_row_value(tuple, mdesc, COLUMN(loader, C_MIGRATION_ID), &id_null);
+		int			state;
 
 		CHECK_FOR_INTERRUPTS();
 		if (id_null)
 			BAD_ROW(loader, directory_table_names[T_MIGRATION], "A migration has a null id.");
-		if (status == NULL ||
-			!(directory_text_is(status, "running") || directory_text_is(status, "done") ||
-			  directory_text_is(status, "cancelled")))
+		state = directory_row_state(status, STATE_MIGRATION);
+		if (state < 0)
 			BAD_ROW(loader, directory_table_names[T_MIGRATION],
-					"Migration " INT64_FORMAT " has status %s; it must be running, done or cancelled.",
-					DatumGetInt64(id), status ? directory_quoted(status) : "null");
-		if (!directory_text_is(status, "running"))
+					"Migration " INT64_FORMAT " has status %s; it must be %s.",
+					DatumGetInt64(id), status ? directory_quoted(status) : "null",
+					directory_state_list(STATE_MIGRATION));
+		if (state != MIGRATION_RUNNING)
 			continue;
 		directory_load_migration_steps(loader, srel, DatumGetInt64(id), 0, &refs, &count, &capacity);
 	}

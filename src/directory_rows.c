@@ -11,6 +11,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -46,6 +47,27 @@ directory_text_is(text *t, const char *s)
 	size_t		len = strlen(s);
 
 	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
+}
+
+int
+directory_row_state(text *value, state_kind kind)
+{
+	if (value == NULL)
+		return -1;
+	return state_parse(kind, VARDATA_ANY(value), VARSIZE_ANY_EXHDR(value));
+}
+
+char *
+directory_state_list(state_kind kind)
+{
+	StringInfoData list;
+	int			count = state_count(kind);
+
+	initStringInfo(&list);
+	for (int i = 0; i < count; i++)
+		appendStringInfo(&list, "%s%s", i == 0 ? "" : i == count - 1 ? " or " : ", ",
+						 state_name(kind, i));
+	return list.data;
 }
 
 /* A key "column = name" on a text column. */
@@ -132,7 +154,8 @@ directory_load_migration_steps(DirectoryLoader *loader, Relation rel, int64 migr
 								  only_step != 0 ? 2 : 1, key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		text	   *state = directory_row_text(tuple, desc, COLUMN(loader, C_STEP_STATE));
+		text	   *state_text = directory_row_text(tuple, desc, COLUMN(loader, C_STEP_STATE));
+		int			state;
 		bool		step_null;
 		bool		slot_null;
 		Datum		step_d = directory_row_value(tuple, desc, COLUMN(loader, C_STEP_STEP), &step_null);
@@ -149,14 +172,13 @@ directory_load_migration_steps(DirectoryLoader *loader, Relation rel, int64 migr
 			BAD_ROW(loader, table, "A step of migration " INT64_FORMAT " has a null step number.",
 					migration);
 		step = DatumGetInt32(step_d);
-		if (state == NULL ||
-			!(directory_text_is(state, "pending") || directory_text_is(state, "copying") ||
-			  directory_text_is(state, "fenced") || directory_text_is(state, "done") ||
-			  directory_text_is(state, "cancelled")))
+		state = directory_row_state(state_text, STATE_STEP);
+		if (state < 0)
 			BAD_ROW(loader, table,
-					"Step %d of migration " INT64_FORMAT " has state %s; it must be pending, copying, fenced, done or cancelled.",
-					step, migration, state ? directory_quoted(state) : "null");
-		if (!directory_text_is(state, "copying") && !directory_text_is(state, "fenced"))
+					"Step %d of migration " INT64_FORMAT " has state %s; it must be %s.",
+					step, migration, state_text ? directory_quoted(state_text) : "null",
+					directory_state_list(STATE_STEP));
+		if (state != STEP_COPYING && state != STEP_FENCED)
 			continue;
 
 		row_desc = psprintf("Step %d of migration " INT64_FORMAT, step, migration);
@@ -190,7 +212,7 @@ directory_load_migration_steps(DirectoryLoader *loader, Relation rel, int64 migr
 			r->tenant_hash = xxh64_hash(r->tenant, r->tenant_len, 0);
 		}
 		s->slot = r->slot;
-		s->fenced = directory_text_is(state, "fenced");
+		s->fenced = state == STEP_FENCED;
 		to_shard = directory_row_text(tuple, desc, COLUMN(loader, C_STEP_TO_SHARD));
 		s->to_shard = directory_loader_shard_index(loader, to_shard);
 		if (s->to_shard < 0)

@@ -16,6 +16,7 @@
 #include "directory_cache.h"
 #include "directory_catalog.h"
 #include "shard_names.h"
+#include "states.h"
 
 /* Steps merged or tenants indexed between two interrupt checks. */
 #define LOAD_PIECE 65536
@@ -44,6 +45,12 @@ extern char *directory_quoted(text *t);
 
 /* Whether a text value is the string s. */
 extern bool directory_text_is(text *t, const char *s);
+
+/* The state a text value names (states.h); -1 when it is null or no state of kind. */
+extern int	directory_row_state(text *value, state_kind kind);
+
+/* The kind's state names for a message: "running, done or cancelled". */
+extern char *directory_state_list(state_kind kind);
 
 /* A key "column = name" on a text column. */
 extern void directory_name_key(ScanKeyData *key, Relation rel, AttrNumber attnum, text *name);

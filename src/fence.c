@@ -330,13 +330,14 @@ wait_fence_steps(text *dir, int64 migration, ArrayType *steps)
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
 			int32		step = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-			char	   *state = SPI_getvalue(tuple, desc, 2);
+			char	   *name = SPI_getvalue(tuple, desc, 2);
+			int			state = name != NULL ? state_parse(STATE_STEP, name, strlen(name)) : -1;
 
-			if (state != NULL && strcmp(state, "cancelled") == 0)
+			if (state == STEP_CANCELLED)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("step %d of migration " INT64_FORMAT " was cancelled", step, migration)));
-			all_fenced = state != NULL && (strcmp(state, "fenced") == 0 || strcmp(state, "done") == 0);
+			all_fenced = state == STEP_FENCED || state == STEP_DONE;
 		}
 		if (all_fenced)
 			break;

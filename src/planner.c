@@ -23,6 +23,7 @@
 
 #include "planner.h"
 #include "shard_names.h"
+#include "states.h"
 
 PG_FUNCTION_INFO_V1(chash_plan_rebalance);
 
@@ -197,8 +198,18 @@ read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in, bool lo
 										   TextDatumGetCString(spi_value(i, 1, &isnull)));
 		in->shards[i].weight = DatumGetFloat8(spi_value(i, 2, &isnull));
 		state = TextDatumGetCString(spi_value(i, 3, &isnull));
-		in->shards[i].state = strcmp(state, "active") == 0 ? PLANNER_ACTIVE :
-			strcmp(state, "draining") == 0 ? PLANNER_DRAINING : PLANNER_RETIRED;
+		switch (state_parse(STATE_SHARD, state, strlen(state)))
+		{
+			case SHARD_ACTIVE:
+				in->shards[i].state = PLANNER_ACTIVE;
+				break;
+			case SHARD_DRAINING:
+				in->shards[i].state = PLANNER_DRAINING;
+				break;
+			default:
+				in->shards[i].state = PLANNER_RETIRED;
+				break;
+		}
 	}
 
 	/*

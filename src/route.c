@@ -149,7 +149,7 @@ chash_route_explain(PG_FUNCTION_ARGS)
 	values[3] = CStringGetTextDatum(overridden ? "override" : "slot");
 	if (step != NULL)
 	{
-		values[4] = CStringGetTextDatum(step->fenced ? "fenced" : "copying");
+		values[4] = CStringGetTextDatum(state_name(STATE_STEP, step->fenced ? STEP_FENCED : STEP_COPYING));
 		values[5] = PointerGetDatum(directory_shard_name(site, dir, step->to_shard));
 		values[6] = Int64GetDatum(step->migration);
 	}
