@@ -268,3 +268,13 @@ chash_layout_from_args(int32 slot_count, text *method_name)
 				 errdetail("The value given was %d.", slot_count)));
 	return method;
 }
+
+void
+chash_require_superuser(const char *what)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s", what),
+				 errdetail("Only a superuser may join a directory or leave it.")));
+}

@@ -74,6 +74,9 @@ extern double *chash_weights_from_array(ArrayType *arr, int count);
  */
 extern slot_method chash_layout_from_args(int32 slot_count, text *method_name);
 
+/* 42501 unless a superuser runs it: the shard join's and failover's libpq work. */
+extern void chash_require_superuser(const char *what);
+
 /*
  * The remainder of the hash partition PostgreSQL routes a one-column key of
  * type typid (TEXTOID with the default collation, INT8OID, INT4OID,
