@@ -64,7 +64,7 @@ extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
 extern char *format_text(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 
-/* ---- the migration being moved (main.c) ---- */
+/* ---- run.c: the migration being moved, and the move's engine ---- */
 typedef struct Migration
 {
 	long long	id;
@@ -80,6 +80,7 @@ extern Migration migration;
 extern volatile sig_atomic_t stop_requested;
 extern volatile bool failed;	/* a step failed: every job stops */
 extern volatile bool config_error;	/* a shard cannot be used as configured */
+extern int	mover_run(const char *holder_prefix);
 
 /* ---- tables.c: registered tables and the rows of a step ---- */
 typedef struct StepTarget

@@ -1,0 +1,402 @@
+/*
+ * The engine of a move: finds the migration, starts the lease keeper and
+ * the jobs, and turns how they ended into a status.  Each job has its own
+ * connections (the directory database, and each shard it meets) and
+ * loops: claim a batch of steps (or take one over), move it, until nothing
+ * is left.  chash_move (main.c) calls it; nothing here exits the process,
+ * so another program can link it too.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chash_move.h"
+
+Migration	migration;
+volatile sig_atomic_t stop_requested = 0;
+volatile bool failed = false;
+volatile bool config_error = false;
+
+static pthread_mutex_t tickets_lock = PTHREAD_MUTEX_INITIALIZER;
+static long long tickets_used;
+static bool limit_reached;
+
+/* --max-steps: a job takes a ticket per step it may claim; 0 when none are left */
+static int
+take_tickets(int want)
+{
+	int			got = want;
+
+	pthread_mutex_lock(&tickets_lock);
+	if (options.max_steps >= 0 && tickets_used + got > options.max_steps)
+		got = (int) (options.max_steps - tickets_used);
+	if (got <= 0)
+	{
+		got = 0;
+		limit_reached = true;
+	}
+	tickets_used += got;
+	pthread_mutex_unlock(&tickets_lock);
+	return got;
+}
+
+static void
+return_tickets(int n)
+{
+	pthread_mutex_lock(&tickets_lock);
+	tickets_used -= n;
+	pthread_mutex_unlock(&tickets_lock);
+}
+
+/*
+ * How many steps the next batch claims.  chash_tenant_size bounds a claim
+ * only where it knows the tenants; the rows a step moved in this job's
+ * last batches bound it everywhere: the steps that make --batch-rows at
+ * that pace (at most --batch-steps), so a blocking batch's write block
+ * stays near the copy time of --batch-rows.  The first batch is small,
+ * to measure.  Online moves go one step at a time.
+ */
+static int
+batch_size(double rows_per_step)
+{
+	double		n;
+
+	if (options.online)
+		return 1;
+	if (options.batch_rows <= 0)
+		return options.batch_steps;
+	if (rows_per_step < 0)
+		return options.batch_steps < 16 ? options.batch_steps : 16;
+	n = options.batch_rows / (rows_per_step > 1 ? rows_per_step : 1);
+	return n < 1 ? 1 : n > options.batch_steps ? options.batch_steps : (int) n;
+}
+
+typedef struct Job
+{
+	int			number;
+	bool		finished;		/* saw the migration done */
+} Job;
+
+static void *
+run_job(void *arg)
+{
+	Job		   *job = arg;
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+	int			errors = 0;
+	double		rows_per_step = -1; /* measured over the batches moved */
+
+	while (!stop_requested && !failed)
+	{
+		Batch		b = {0};
+		ClaimResult r;
+		StepOutcome o;
+		int			tickets;
+		long long	rows;
+
+		if (errors > 0)
+		{
+			if (errors >= 30)
+			{
+				report("error", "giving up after %d failed attempts in a row", errors);
+				failed = true;
+				break;
+			}
+			sleep(1);
+		}
+		if ((tickets = take_tickets(batch_size(rows_per_step))) == 0)
+			break;
+		if (!server_open(&dir))
+		{
+			return_tickets(tickets);
+			errors++;
+			continue;
+		}
+		r = lease_claim(&dir, &b, tickets);
+		return_tickets(r == CLAIM_GOT ? tickets - b.nsteps : tickets);
+		if (r == CLAIM_DONE)
+		{
+			job->finished = true;
+			break;
+		}
+		if (r == CLAIM_STUCK)
+		{
+			failed = true;
+			break;
+		}
+		if (r == CLAIM_ERROR)
+		{
+			errors++;
+			continue;
+		}
+		if (r == CLAIM_WAIT)
+		{
+			usleep(200 * 1000);
+			continue;
+		}
+		o = move_batch(&dir, &b, &rows);
+		if (o == STEP_MOVED && strcmp(b.state, "copying") == 0 && rows > 0)
+		{
+			/* the pace of the batches moved, the latest weighing most */
+			double		pace = (double) rows / b.nsteps;
+
+			rows_per_step = rows_per_step < 0 ? pace : (rows_per_step + pace) / 2;
+		}
+		lease_unhold(&b);
+		batch_free(&b);
+		if (o == STEP_MOVED)
+			errors = 0;
+		else if (o == STEP_FAILED)
+			failed = true;
+		else if (o == STEP_RETRY)
+			errors++;
+	}
+	server_close(&dir);
+	return NULL;
+}
+
+/*
+ * The directory database's identity in the names of the online moves'
+ * replication objects (online.c): its server's system identifier and its
+ * oid, hashed short.
+ */
+static bool
+find_database_id(Server *dir)
+{
+	PGresult   *res = query(dir,
+							"SELECT pg_catalog.substr(pg_catalog.md5(s.system_identifier::pg_catalog.text "
+							"           OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) d.oid::pg_catalog.text), 1, 8) "
+							"  FROM pg_catalog.pg_control_system() s, pg_catalog.pg_database d "
+							" WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()", 0, NULL);
+
+	if (res == NULL || PQntuples(res) != 1)
+	{
+		PQclear(res);
+		return false;
+	}
+	snprintf(migration.database_id, sizeof(migration.database_id), "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return true;
+}
+
+/* "3 (cancelled, with steps to clean up), 4 (running)" */
+static char *
+migration_list(PGresult *res)
+{
+	char	   *list = format_text("%s", "");
+
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		const char *status = PQgetvalue(res, i, 5);
+		char	   *longer = format_text("%s%s%s (%s%s)", list, i ? ", " : "", PQgetvalue(res, i, 0), status,
+										 strcmp(status, "running") == 0 ? "" : ", with steps to clean up");
+
+		free(list);
+		list = longer;
+	}
+	return list;
+}
+
+/* The migration to move, from --migration, --directory, or the only running one. */
+static int
+find_migration(void)
+{
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+	char		id[32];
+	const char *params[1];
+	PGresult   *res;
+	char	   *sql;
+
+	if (!server_open(&dir) || !find_database_id(&dir))
+	{
+		server_close(&dir);
+		return 1;
+	}
+	if (options.migration != 0)
+	{
+		snprintf(id, sizeof(id), "%lld", options.migration);
+		params[0] = id;
+		sql = "m.id = $1";
+	}
+	else if (options.directory != NULL)
+	{
+		params[0] = options.directory;
+		res = query(&dir, format_text("SELECT FROM %s.chash_directory WHERE name = $1", dir.schema), 1, params);
+		if (res == NULL)
+			return 1;
+		if (PQntuples(res) == 0)
+		{
+			report("error", "directory \"%s\" does not exist", options.directory);
+			report("hint", "The directories are the rows of chash_directory in the directory database.");
+			return 1;
+		}
+		PQclear(res);
+		/* the running one, or a finished one whose source rows are still to delete */
+		sql = "m.directory = $1 AND (m.status = 'running' OR EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id))";
+	}
+	else
+		sql = "m.status = 'running' OR EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id)";
+	res = query(&dir, format_text(format_text(
+		"SELECT m.id, m.directory, d.slot_count, d.slot_method, d.key_type, m.status "
+		"  FROM %%1$s.chash_migration m JOIN %%1$s.chash_directory d ON d.name = m.directory "
+		" WHERE %s ORDER BY m.id", sql), dir.schema),
+				options.migration != 0 || options.directory != NULL ? 1 : 0, params);
+	if (res == NULL)
+		return 1;
+	if (PQntuples(res) == 0 && options.directory != NULL)
+	{
+		/* a rerun after the end: nothing left to do is success */
+		PQclear(res);
+		res = query(&dir, format_text("SELECT m.id, m.status FROM %s.chash_migration m WHERE m.directory = $1 "
+									  "ORDER BY m.id DESC LIMIT 1", dir.schema), 1, params);
+		if (res == NULL)
+			return 1;
+		if (PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 1), "done") == 0)
+		{
+			report("info", "migration %s of directory \"%s\" is done: nothing to move",
+				   PQgetvalue(res, 0, 0), options.directory);
+			return 0;
+		}
+		PQclear(res);
+		report("error", "directory \"%s\" has no running migration", options.directory);
+		report("hint", "Start one with chash_migration_start() or chash_migration_move_tenant().");
+		return 1;
+	}
+	if (PQntuples(res) == 0)
+	{
+		if (options.migration != 0)
+			report("error", "migration %lld does not exist", options.migration);
+		else
+			report("error", "no migration is running");
+		report("hint", "Start one with chash_migration_start() or chash_migration_move_tenant().");
+		return 1;
+	}
+	if (PQntuples(res) > 1)
+	{
+		char	   *list = migration_list(res);
+
+		if (options.directory != NULL)
+		{
+			/* a cancelled or reverted migration whose steps a mover still held, and the running one */
+			report("error", "directory \"%s\" has more than one migration to move: %s", options.directory, list);
+			report("hint", "Move them one at a time, the oldest first: chash_move --migration %s, then --migration %s.",
+				   PQgetvalue(res, 0, 0), PQgetvalue(res, 1, 0));
+		}
+		else
+		{
+			report("error", "more than one migration is running: %s", list);
+			report("hint", "Choose one with --migration or --directory.");
+		}
+		return 2;
+	}
+	migration.id = atoll(PQgetvalue(res, 0, 0));
+	migration.directory = format_text("%s", PQgetvalue(res, 0, 1));
+	migration.slot_count = atoi(PQgetvalue(res, 0, 2));
+	migration.slot_method = format_text("%s", PQgetvalue(res, 0, 3));
+	migration.key_type = format_text("%s", PQgetvalue(res, 0, 4));
+	if (strcmp(PQgetvalue(res, 0, 5), "cancelled") == 0 && options.verbose)
+		report("info", "migration %lld was cancelled; cleaning up after its steps", migration.id);
+	PQclear(res);
+	server_close(&dir);
+	return -1;
+}
+
+/*
+ * After the jobs: whether the migration has nothing left for a mover (done
+ * or cancelled, no step held), read again, and the totals for the final
+ * progress line, so a Ctrl-C that came after the last step is no
+ * interruption and the last line is not a stale one.
+ */
+static bool
+migration_finished(void)
+{
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+	bool		done = false;
+
+	if (server_open(&dir))
+	{
+		char	   *id = format_text("%lld", migration.id);
+		const char *params[1] = {id};
+		PGresult   *res = query(&dir, format_text(
+			"SELECT m.status <> 'running' AND NOT EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id) "
+			"  FROM %1$s.chash_migration m WHERE m.id = $1", dir.schema), 1, params);
+
+		done = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+		PQclear(res);
+		free(id);
+		lease_totals(&dir);
+	}
+	server_close(&dir);
+	return done;
+}
+
+/* Testing aid: CHASH_MOVE_PAUSE_AT=finished waits 3 s once the jobs have ended (a Ctrl-C then). */
+static void
+pause_point(const char *point)
+{
+	const char *at = getenv("CHASH_MOVE_PAUSE_AT");
+
+	if (at != NULL && strcmp(at, point) == 0)
+		for (int i = 0; i < 30; i++)
+			usleep(100 * 1000);
+}
+
+/*
+ * Moves the migration the options name until it is done, a job fails, the
+ * --max-steps limit is reached or stop_requested is set.  Returns what
+ * chash_move exits with: 0 done (or the limit reached), 1 failed or
+ * interrupted, 2 the options name no single migration.
+ */
+int
+mover_run(const char *holder_prefix)
+{
+	char		host[64] = "";
+	pthread_t	keeper;
+	pthread_t  *threads;
+	Job		   *jobs;
+	bool		finished = false;
+	bool		done;
+	int			status;
+
+	if ((status = find_migration()) >= 0)
+		return status;
+	gethostname(host, sizeof(host) - 1);
+	snprintf(migration.holder, sizeof(migration.holder), "%s %s pid %d", holder_prefix, host, (int) getpid());
+
+	progress_start();
+	pthread_create(&keeper, NULL, lease_keeper, NULL);
+	threads = calloc(options.jobs, sizeof(pthread_t));
+	jobs = calloc(options.jobs, sizeof(Job));
+	for (int i = 0; i < options.jobs; i++)
+	{
+		jobs[i].number = i + 1;
+		pthread_create(&threads[i], NULL, run_job, &jobs[i]);
+	}
+	for (int i = 0; i < options.jobs; i++)
+	{
+		pthread_join(threads[i], NULL);
+		finished |= jobs[i].finished;
+	}
+	free(threads);
+	free(jobs);
+	pause_point("finished");
+	done = migration_finished();	/* and the final totals */
+	if (!failed && stop_requested)
+		finished = finished || done;
+	progress_draw(true);
+
+	if (stop_requested && !finished)
+	{
+		report("info", "interrupted: the steps in flight were released");
+		return 1;
+	}
+	if (failed)
+		return 1;
+	if (finished)
+	{
+		if (options.verbose)
+			report("info", "migration %lld is done", migration.id);
+		return 0;
+	}
+	return limit_reached ? 0 : 1;
+}
