@@ -126,6 +126,18 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 	return error;
 }
 
+/* A slot that could not be dropped: where it is left and what to do. */
+static void
+report_slot_left(int elevel, int sqlstate, PendingSlot *p, const char *detail, const char *hint)
+{
+	ereport(elevel,
+			(errcode(sqlstate),
+			 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
+					p->slot_name, conninfo_display(p->conninfo)),
+			 errdetail_internal("%s", detail),
+			 errhint("%s", hint)));
+}
+
 static void
 forget(PendingSlot **link)
 {
@@ -155,11 +167,9 @@ drop_created_slots(int level)
 				char	   *error = drop_remote_slot(p->conninfo, p->slot_name, false, &unreachable);
 
 				if (error)
-					ereport(WARNING,
-							(errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
-							 errdetail_internal("%s", error),
-							 errhint("Drop it there with pg_drop_replication_slot('%s').", p->slot_name)));
+					report_slot_left(WARNING, ERRCODE_WARNING, p, error,
+									 psprintf("Drop it there with pg_drop_replication_slot('%s').",
+											  p->slot_name));
 			}
 			forget(link);
 		}
@@ -185,21 +195,14 @@ slot_xact_callback(XactEvent event, void *arg)
 				error = drop_remote_slot(p->conninfo, p->slot_name, true, &unreachable);
 				/* a directory server that is gone (failed over) leaves its slot behind */
 				if (error && unreachable)
-					ereport(WARNING,
-							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
-							 errdetail("The directory database cannot be reached: %s", error),
-							 errhint("If that server comes back, drop the slot there with pg_drop_replication_slot('%s').",
-									 p->slot_name)));
+					report_slot_left(WARNING, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, p,
+									 psprintf("The directory database cannot be reached: %s", error),
+									 psprintf("If that server comes back, drop the slot there with pg_drop_replication_slot('%s').",
+											  p->slot_name));
 				else if (error)
-					ereport(ERROR,
-							(errcode(ERRCODE_OBJECT_IN_USE),
-							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, conninfo_display(p->conninfo)),
-							 errdetail_internal("%s", error),
-							 errhint("Make the directory database reachable, or drop the slot there with pg_drop_replication_slot('%s') and retry.",
-									 p->slot_name)));
+					report_slot_left(ERROR, ERRCODE_OBJECT_IN_USE, p, error,
+									 psprintf("Make the directory database reachable, or drop the slot there with pg_drop_replication_slot('%s') and retry.",
+											  p->slot_name));
 			}
 			break;
 		case XACT_EVENT_PRE_PREPARE:
