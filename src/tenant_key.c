@@ -9,8 +9,8 @@
 #include "tenant_key.h"
 
 /* The 'pg_hash' slot: the typed value as PostgreSQL's hash partitioning hashes it. */
-static int32
-pg_hash_slot(const canonical_tenant *c, key_type ktype, int32 slot_count)
+int32
+tenant_key_pg_hash_slot(const canonical_tenant *c, key_type ktype, int32 slot_count)
 {
 	/* a text Datum of the tenant, on the stack when it fits */
 	union
@@ -32,37 +32,6 @@ pg_hash_slot(const canonical_tenant *c, key_type ktype, int32 slot_count)
 	if ((char *) t != buf.data)
 		pfree(t);
 	return slot;
-}
-
-void
-tenant_key_place(TenantKey *key, key_type ktype, slot_method method, int32 slot_count)
-{
-	const canonical_tenant *c = &key->canonical;
-
-	key->have_xxh = false;
-	switch (method)
-	{
-		case SLOT_METHOD_PG_HASH:
-			key->slot = pg_hash_slot(c, ktype, slot_count);
-			break;
-		case SLOT_METHOD_REDIS:
-			key->slot = directory_text_slot(method, c->data, c->len, 0, slot_count);
-			break;
-		default:
-			key->slot = directory_text_slot(method, c->data, c->len, tenant_key_hash(key), slot_count);
-			break;
-	}
-}
-
-tenant_status
-tenant_key_init(TenantKey *key, key_type ktype, slot_method method, int32 slot_count,
-				const char *text, size_t len)
-{
-	tenant_status status = tenant_canonicalize(ktype, text, len, &key->canonical);
-
-	if (status == TENANT_OK)
-		tenant_key_place(key, ktype, method, slot_count);
-	return status;
 }
 
 void

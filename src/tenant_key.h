@@ -24,24 +24,8 @@ typedef struct TenantKey
 	uint64		xxh;			/* XXH64 of the canonical text, once computed */
 } TenantKey;
 
-/*
- * Sets key->slot from key->canonical, a tenant of the key type ktype in
- * its canonical form: the canonical text hashed by the slot method, or for
- * 'pg_hash' the typed value hashed as a hash-partitioned table does.
- */
-extern void tenant_key_place(TenantKey *key, key_type ktype, slot_method method, int32 slot_count);
-
-/*
- * Canonicalizes text as a tenant of ktype and places it; the parse status
- * (key undefined) when it is not of the type.
- */
-extern tenant_status tenant_key_init(TenantKey *key, key_type ktype, slot_method method,
-									 int32 slot_count, const char *text, size_t len);
-
-/* A bigint or uuid tenant given as its typed value, placed. */
-extern void tenant_key_of_int8(TenantKey *key, int64 value, slot_method method, int32 slot_count);
-extern void tenant_key_of_uuid(TenantKey *key, const uint8 uuid[16], slot_method method,
-							   int32 slot_count);
+/* The 'pg_hash' slot of a canonical tenant (tenant_key.c). */
+extern int32 tenant_key_pg_hash_slot(const canonical_tenant *c, key_type ktype, int32 slot_count);
 
 /* XXH64 of the canonical text, the key of the override and step maps. */
 static inline uint64
@@ -54,5 +38,53 @@ tenant_key_hash(TenantKey *key)
 	}
 	return key->xxh;
 }
+
+/*
+ * Sets key->slot from key->canonical, a tenant of the key type ktype in
+ * its canonical form: the canonical text hashed by the slot method, or for
+ * 'pg_hash' the typed value hashed as a hash-partitioned table does.
+ * Inline, as routing runs it per row.
+ */
+static inline void
+tenant_key_place(TenantKey *key, key_type ktype, slot_method method, int32 slot_count)
+{
+	const canonical_tenant *c = &key->canonical;
+
+	key->have_xxh = false;
+	if (method == SLOT_METHOD_PG_HASH)
+		key->slot = tenant_key_pg_hash_slot(c, ktype, slot_count);
+	else if (method == SLOT_METHOD_REDIS)
+		key->slot = directory_text_slot(method, c->data, c->len, 0, slot_count);
+	else
+		key->slot = directory_text_slot(method, c->data, c->len, tenant_key_hash(key), slot_count);
+}
+
+/*
+ * Canonicalizes text as a tenant of ktype and places it; the parse status
+ * (key undefined) when it is not of the type.
+ */
+static inline tenant_status
+tenant_key_init(TenantKey *key, key_type ktype, slot_method method, int32 slot_count,
+				const char *text, size_t len)
+{
+	tenant_status status = TENANT_OK;
+
+	/* a text tenant is its own canonical text: no call on the per-row path */
+	if (ktype == KEY_TYPE_TEXT)
+	{
+		key->canonical.data = text;
+		key->canonical.len = len;
+	}
+	else
+		status = tenant_canonicalize(ktype, text, len, &key->canonical);
+	if (status == TENANT_OK)
+		tenant_key_place(key, ktype, method, slot_count);
+	return status;
+}
+
+/* A bigint or uuid tenant given as its typed value, placed. */
+extern void tenant_key_of_int8(TenantKey *key, int64 value, slot_method method, int32 slot_count);
+extern void tenant_key_of_uuid(TenantKey *key, const uint8 uuid[16], slot_method method,
+							   int32 slot_count);
 
 #endif
