@@ -32,12 +32,20 @@ ISOLATION_OPTS = --load-extension=$(EXTENSION)
 TAP_TESTS := $(if $(wildcard t/*.pl),1,)
 
 PG_CPPFLAGS = -I$(srcdir)/src/core -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
-SHLIB_LINK = -lxxhash -lcrypto
+# The mover's engine (mover/, without chash_move's main.c and command
+# line) is linked into the library too, for the background rebalance
+# (src/rebalance.c): one implementation of a move.  It is compiled a second
+# time, position independent and hidden (no name of it is exported or
+# taken from the server), into a static archive.
+MOVER_ENGINE_SRCS = $(filter-out mover/main.c mover/command_line.c,$(sort $(wildcard mover/*.c)))
+MOVER_ENGINE_OBJS = $(patsubst mover/%.c,mover/pic/%.o,$(MOVER_ENGINE_SRCS))
+MOVER_ENGINE = mover/pic/libchash_move_engine.a
+SHLIB_LINK = $(MOVER_ENGINE) -lxxhash -lcrypto
 # src/shard_join.c talks to the directory database through libpq (whose
 # header directory goes last: it has a client pg_config.h of its own).
 PG_CPPFLAGS += -idirafter $(shell $(PG_CONFIG) --includedir)
-SHLIB_LINK += -lpq
-EXTRA_CLEAN = $(DATA_built) unit-build
+SHLIB_LINK += -lpq -lpthread
+EXTRA_CLEAN = $(DATA_built) unit-build mover/pic
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -61,6 +69,15 @@ mover-clean:
 	$(MAKE) -C mover PG_CONFIG=$(PG_CONFIG) clean
 
 .PHONY: mover-all mover-install mover-uninstall mover-clean
+
+mover/pic/%.o: mover/%.c $(wildcard mover/*.h)
+	@mkdir -p mover/pic
+	$(CC) $(CFLAGS) $(CFLAGS_SL) -fvisibility=hidden -I$(shell $(PG_CONFIG) --includedir) \
+		-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -c $< -o $@
+$(MOVER_ENGINE): $(MOVER_ENGINE_OBJS)
+	rm -f $@
+	$(AR) $(AROPT) $@ $^
+$(shlib): $(MOVER_ENGINE)
 
 # The core's functions are the extension's own: hidden, so the glue calls
 # them directly instead of through the shared library's PLT (measurable on

@@ -16,23 +16,9 @@
 
 #define PROGNAME "chash_move"
 
-/* ---- options.c ---- */
-typedef struct MoveOptions
-{
-	long long	migration;		/* 0: not given */
-	const char *directory;		/* NULL: not given */
-	int			jobs;
-	long long	max_steps;		/* -1: no limit */
-	int			batch_steps;	/* the most steps one batch claims */
-	long long	batch_rows;		/* the rows a batch aims at (0: no bound) */
-	long long	batch_bytes;	/* the bytes a batch aims at (0: no bound) */
-	int			lease_seconds;
-	bool		verbose;
-	bool		online;			/* --online: copy by logical replication */
-	const char *conninfo;		/* the directory database */
-} MoveOptions;
+#include "engine.h"
 
-extern MoveOptions options;
+/* ---- command_line.c ---- */
 extern void parse_options(int argc, char **argv);
 
 /* ---- report.c: messages in the style of PostgreSQL's client programs ---- */
@@ -40,6 +26,7 @@ extern void report(const char *level, const char *fmt,...) __attribute__((format
 extern void report_result(const char *level, const char *what, const PGresult *res, const PGconn *conn);
 extern pthread_mutex_t output_lock;
 extern bool first_time(const char *key);
+extern __thread const char *report_steps;	/* the batch this thread works on */
 
 /* ---- connection.c ---- */
 typedef struct Server
@@ -50,6 +37,7 @@ typedef struct Server
 	char	   *schema;			/* chash's schema there, quoted */
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
+	bool		has_refusal;	/* chash_shard_refusal exists there (1.2) */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -59,6 +47,7 @@ extern PGresult *query(Server *server, const char *sql, int nparams, const char 
 extern bool command(Server *server, const char *sql);
 extern PGresult *server_exec(Server *server, const char *sql);
 extern PGresult *server_wait(Server *server, const char *sql, bool *cancelled);
+extern const char *last_sqlstate(void);
 extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
@@ -77,10 +66,8 @@ typedef struct Migration
 } Migration;
 
 extern Migration migration;
-extern volatile sig_atomic_t stop_requested;
 extern volatile bool failed;	/* a step failed: every job stops */
 extern volatile bool config_error;	/* a shard cannot be used as configured */
-extern int	mover_run(const char *holder_prefix);
 
 /* ---- tables.c: registered tables and the rows of a step ---- */
 typedef struct StepTarget
@@ -142,7 +129,7 @@ typedef enum ClaimResult
 	CLAIM_GOT,
 	CLAIM_WAIT,					/* steps in flight held by live leases */
 	CLAIM_DONE,					/* nothing left */
-	CLAIM_STUCK,				/* in flight without a lease */
+	CLAIM_STUCK,				/* in flight without a lease, or an error no retry mends */
 	CLAIM_ERROR
 } ClaimResult;
 
@@ -154,8 +141,19 @@ extern void lease_totals(Server *dir);
 extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
 extern void batch_free(Batch *batch);
+extern char *batch_describe(const Batch *batch);
+extern bool refusal_lasting(const char *refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 
 /* ---- step.c ---- */
+typedef enum Verdict
+{
+	VERDICT_SAME,
+	VERDICT_DIFFERENT,
+	VERDICT_ERROR
+} Verdict;
+
 typedef enum StepOutcome
 {
 	STEP_MOVED,					/* finished (moved, or cleaned up after a cancel) */
@@ -165,15 +163,46 @@ typedef enum StepOutcome
 } StepOutcome;
 
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows);
+extern PGresult *last_result(Server *server, const char *sql);
+extern char *describe(const Batch *batch);
+extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
+					  const StepTarget *target, const Batch *batch, long long *rows);
+extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
+							const StepTarget *target, long long *bytes);
+extern Server *step_shard(Server *dir, const char *name);
+extern void step_shards_close(void);
+
+/* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
+extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,
+									   const char *name);
+extern void replication_objects_clean(void);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
+/* What the tail verification needs of the mover's copy (online.c) */
+typedef struct OnlineCopy
+{
+	bool		known;			/* false after a takeover: the whole step is verified */
+	char		source_xmax[16];	/* the copy's snapshot on the source: xmax, as an xid */
+	char	   *source_xip;		/* and its in-progress xids, an xid[] literal */
+	char		target_xid[16]; /* the copy's transaction on the target */
+	long long	rows;
+	long long	bytes;
+} OnlineCopy;
+
+/* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */
+#define ONLINE_CANNOT_APPLY (-1)
+
 extern char *online_name(int step);
 extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target);
-extern bool online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
-							 const StepTarget *target, int step);
+extern Verdict online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
+								const StepTarget *target, const Batch *batch, OnlineCopy *copy);
 extern bool online_streaming(Server *tgt, int step, int ntables);
-extern bool online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
-extern bool online_wait_applied(Server *src, int step);
+extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
+extern int	online_wait_applied(Server *src, Server *tgt, int step, int ntables);
+extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables,
+								  const StepTarget *target, const Batch *batch, const OnlineCopy *copy,
+								  long long *rows);
+extern void online_test_pause(void);
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

@@ -182,11 +182,35 @@ server_wait(Server *server, const char *sql, bool *cancelled)
 	return last;
 }
 
+/* the SQLSTATE of this thread's last failed statement ("" when none was sent or it had none) */
+static __thread char failed_sqlstate[6];
+
+const char *
+last_sqlstate(void)
+{
+	return failed_sqlstate;
+}
+
+/*
+ * Errors no retry mends: a permission denied (42501) or a shard that
+ * cannot vouch for its replica of the directory (SH002).  The mover stops
+ * at once with the server's message instead of trying again and again.
+ */
+static void
+note_failure(const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	snprintf(failed_sqlstate, sizeof(failed_sqlstate), "%s", state ? state : "");
+	if (strcmp(failed_sqlstate, "42501") == 0 || strcmp(failed_sqlstate, "SH002") == 0)
+		config_error = true;
+}
+
 /* Sends one or more statements and waits (server_wait); NULL with the error said when they fail. */
 static PGresult *
 run(Server *server, const char *sql, int nparams, const char *const *params, bool multi)
 {
-	bool		cancelled;
+	bool		cancelled = false;
 	int			sent = multi ? PQsendQuery(server->conn, sql)
 		: PQsendQueryParams(server->conn, sql, nparams, NULL, params, NULL, NULL, 0);
 	PGresult   *res = sent ? server_wait(server, sql, &cancelled) : NULL;
@@ -195,7 +219,12 @@ run(Server *server, const char *sql, int nparams, const char *const *params, boo
 	{
 		/* a statement cancelled by Ctrl-C: the interruption is said once, at the end */
 		if (!sent || !cancelled)
+		{
+			note_failure(res);
 			report_result("error", format_text("query failed on %s", server->name), res, server->conn);
+		}
+		else
+			failed_sqlstate[0] = '\0';
 		PQclear(res);
 		return NULL;
 	}
@@ -261,7 +290,9 @@ server_open(Server *server)
 	res = query(server,
 				"SELECT pg_catalog.quote_ident(n.nspname), "
 				"       pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname) "
-				"           || '.chash_shard_wait_fence(text, bigint, integer)') IS NOT NULL "
+				"           || '.chash_shard_wait_fence(text, bigint, integer)') IS NOT NULL, "
+				"       pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname) "
+				"           || '.chash_shard_refusal(text)') IS NOT NULL "
 				"  FROM pg_catalog.pg_extension e "
 				"  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace "
 				" WHERE e.extname = 'chash'", 0, NULL);
@@ -278,6 +309,7 @@ server_open(Server *server)
 	free(server->schema);
 	server->schema = format_text("%s", PQgetvalue(res, 0, 0));
 	server->has_wait_fence = PQgetvalue(res, 0, 1)[0] == 't';
+	server->has_refusal = PQgetvalue(res, 0, 2)[0] == 't';
 	PQclear(res);
 
 	/* the guard's settings exist once chash's library is loaded */

@@ -1,20 +1,23 @@
 /*
- * Online moves (--online, README.md "Online moves"): PostgreSQL's logical
- * replication copies a step's rows and streams their changes while the
- * source keeps taking writes, so writes wait only for the last catch-up.
- * A publication on the source with a row filter for the step's rows, a
- * logical slot created there by the mover, and a subscription on the
- * target; all three are named chash_move_<database>_<migration>_<step>
- * (<database> a short hash of the directory database's system identifier
- * and oid: migration numbers repeat across directory databases, slot names
- * are the server's), so a rerun finds and drops what a mover that died
- * created, and never another directory database's objects.
+ * Online moves (--online, README.md "Online moves"; docs/shards.md): the
+ * source keeps taking a step's writes while its rows are copied and its
+ * changes streamed, so writes wait only for the last catch-up and the
+ * check of the rows changed since the copy.
  *
- * Row filters may call only built-in immutable functions: a tenant step
- * filters on the tenant column, a slot step of a 'pg_hash' directory on
- * the hash-partition arithmetic PostgreSQL's hash partitioning does.  The
- * other slot methods need chash's own functions, so their steps are
- * copied with writes blocked.
+ * On the source a publication of the registered tables, a decoding filter
+ * for the step's slot or tenant (chash_decoding_filter) and a logical slot
+ * of output plugin chash, which passes pgoutput's stream of only those
+ * rows: every slot method works, a row filter could not call chash's hash.
+ * The slot is created over a replication connection with an exported
+ * snapshot; the mover copies the rows from that snapshot (the bulk
+ * verified there, writes going on), then subscribes the target to the
+ * slot with copy_data = false: it streams every change after the
+ * snapshot, none twice.  All objects are named
+ * chash_move_<database>_<migration>_<step> (<database> a short hash of the
+ * directory database's system identifier and oid: migration numbers
+ * repeat across directory databases, slot names are the server's), so a
+ * rerun finds and drops what a mover that died created, and never another
+ * directory database's objects.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,16 +25,6 @@
 #include <unistd.h>
 
 #include "chash_move.h"
-
-/*
- * PostgreSQL's hash partitioning (partbounds.c) hashes a key with the
- * type's extended hash and HASH_PARTITION_SEED, then hash_combine64(0, h)
- * = h + 0x49a0f4dd15e5a8e3 (mod 2^64), taken mod the modulus as unsigned.
- * In SQL the hash is a signed bigint: adding 2^64 keeps the sum positive.
- */
-#define PARTITION_SEED "8816678312871386365"	/* 0x7A5B22367996DCFD */
-#define COMBINE_PLUS_2_64 "23752253665144318179"	/* 0x49a0f4dd15e5a8e3 + 2^64 */
-#define TWO_64 "18446744073709551616"
 
 char *
 online_name(int step)
@@ -101,35 +94,10 @@ login_error(Server *src, Server *tgt)
 	return error;
 }
 
-/* The kind of hash a 'pg_hash' slot filter applies to the column, or NULL. */
-static const char *
-hash_of_type(const char *type)
-{
-	if (strcmp(type, "text") == 0 || strncmp(type, "character varying", 17) == 0)
-		return "hashtextextended(%s, " PARTITION_SEED ")";
-	if (strcmp(type, "bigint") == 0 || strcmp(type, "integer") == 0 || strcmp(type, "smallint") == 0)
-		return "hashint8extended((%s)::bigint, " PARTITION_SEED ")";
-	if (strcmp(type, "uuid") == 0)
-		return "uuid_hash_extended(%s, " PARTITION_SEED ")";
-	return NULL;
-}
-
-/* The array type pins are compared as, for a column of that type. */
-static const char *
-array_of_type(const char *type)
-{
-	if (strcmp(type, "uuid") == 0)
-		return "uuid[]";
-	if (strcmp(type, "bigint") == 0 || strcmp(type, "integer") == 0 || strcmp(type, "smallint") == 0)
-		return "bigint[]";
-	return "text[]";
-}
-
 /*
  * Whether the step can move online, checked on its shards; when not, the
- * reason is said once.  The row filter's column must be in the source's
- * replica identity, or PostgreSQL would refuse every UPDATE and DELETE of
- * the table there while the publication exists.
+ * reason is said once.  The tenant column must be in the source's replica
+ * identity: the plugin judges a DELETE by the old row's key.
  */
 bool
 online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target)
@@ -137,10 +105,6 @@ online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const St
 	PGresult   *res;
 	bool		ok;
 
-	if (target->slot >= 0 && strcmp(migration.slot_method, "pg_hash") != 0)
-		return cannot(format_text("%s", migration.slot_method),
-					  format_text("slot steps of slot method \"%s\" are moved with writes blocked", migration.slot_method),
-					  "Only tenant steps and the slot steps of 'pg_hash' directories can be moved online: a row filter cannot call chash's hash functions.");
 	res = query(src, "SELECT pg_catalog.current_setting('wal_level') = 'logical'", 0, NULL);
 	if (res == NULL)
 		return false;
@@ -150,6 +114,27 @@ online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const St
 		return cannot(format_text("wal_level\n%s", src->name),
 					  format_text("shard \"%s\" does not have wal_level = logical: steps from it are moved with writes blocked", src->name),
 					  "Set wal_level = logical there and restart it.");
+	/* servers that list the output plugins a slot may use must list chash */
+	res = query(src, "SELECT COALESCE(pg_catalog.current_setting('output_plugin_libraries', true), 'chash') "
+				"       ~ '(^|[ ,])chash($|[ ,])', "
+				"       pg_catalog.to_regclass(pg_catalog.quote_ident(n.nspname) || '.chash_decoding_filter') IS NOT NULL "
+				"  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace "
+				" WHERE e.extname = 'chash'", 0, NULL);
+	if (res == NULL)
+		return false;
+	ok = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+	if (PQntuples(res) == 1 && PQgetvalue(res, 0, 1)[0] != 't')
+	{
+		PQclear(res);
+		return cannot(format_text("plugin\n%s", src->name),
+					  format_text("chash on shard \"%s\" has no output plugin: steps from it are moved with writes blocked", src->name),
+					  "Update chash there with ALTER EXTENSION chash UPDATE.");
+	}
+	PQclear(res);
+	if (!ok)
+		return cannot(format_text("plugin\n%s", src->name),
+					  format_text("shard \"%s\" does not allow output plugin \"chash\": steps from it are moved with writes blocked", src->name),
+					  "Add chash to output_plugin_libraries there (output_plugin_libraries = 'pgoutput, test_decoding, chash') and reload it.");
 	res = query(tgt, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user", 0, NULL);
 	if (res == NULL)
 		return false;
@@ -193,179 +178,384 @@ online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const St
 			return cannot(format_text("identity\n%s\n%s", src->name, tables[i].table_name),
 						  format_text("tenant column \"%s\" of table \"%s\" is not in its replica identity on shard \"%s\": steps from there are moved with writes blocked",
 									  tables[i].tenant_column, tables[i].table_name, src->name),
-						  "A publication's row filter needs the column in the replica identity; give the table a primary key that includes it, or ALTER TABLE ... REPLICA IDENTITY FULL.");
+						  "The decoding filter judges a deletion by the old row's key, which holds the replica identity only; give the table a primary key that includes the column, or ALTER TABLE ... REPLICA IDENTITY FULL.");
 	}
 	return true;
 }
 
-/*
- * The row filter of a table for the step: the tenant, or the slot's
- * tenants without the pinned ones (a pinned tenant routes by its
- * override; its rows stay).
- */
+/* The registered tables, "a, b", for the publication. */
 static char *
-row_filter(Server *dir, Server *src, const TableInfo *table, const StepTarget *target)
+table_list(TableInfo *tables, int ntables)
 {
-	const char *params[2] = {table->table_name, table->tenant_column};
-	char		slot[16];
-	char	   *column;
-	char	   *type;
-	const char *hash;
-	char	   *expr;
-	char	   *filter;
-	PGresult   *res;
-
-	if (target->slot < 0)
-		return step_predicate(src, table, target);
-	res = query(src, "SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a "
-				"WHERE a.attrelid = pg_catalog.to_regclass($1) AND a.attname = $2", 2, params);
-	if (res == NULL)
-		return NULL;
-	if (PQntuples(res) != 1 || (hash = hash_of_type(PQgetvalue(res, 0, 0))) == NULL)
-	{
-		report("error", "tenant column \"%s\" of table \"%s\" has a type that slot method \"pg_hash\" does not hash",
-			   table->tenant_column, table->table_name);
-		PQclear(res);
-		return NULL;
-	}
-	type = format_text("%s", PQgetvalue(res, 0, 0));
-	PQclear(res);
-	column = escape_identifier(src->conn, table->tenant_column);
-	expr = format_text(hash, column);
-	filter = format_text("((%s)::numeric + " COMBINE_PLUS_2_64 ") %% " TWO_64 " %% %d = %d",
-						 expr, migration.slot_count, target->slot);
-	free(expr);
-
-	/* the slot's pins, from the directory database (the fence will read the same) */
-	snprintf(slot, sizeof(slot), "%d", target->slot);
-	params[0] = migration.directory;
-	params[1] = slot;
-	res = query(dir, format_text("SELECT pg_catalog.string_agg(pg_catalog.quote_literal(o.tenant), ', ' ORDER BY o.tenant) "
-								 "  FROM %1$s.chash_override o "
-								 " WHERE o.directory = $1 AND %1$s.chash_slot($1, o.tenant) = $2::int",
-								 dir->schema), 2, params);
-	if (res == NULL)
-	{
-		free(filter);
-		filter = NULL;
-	}
-	else if (!PQgetisnull(res, 0, 0))
-	{
-		char	   *with = format_text("%s AND NOT (%s = ANY (ARRAY[%s]::%s))", filter, column,
-									   PQgetvalue(res, 0, 0), array_of_type(type));
-
-		free(filter);
-		filter = with;
-	}
-	PQclear(res);
-	free(column);
-	free(type);
-	return filter;
-}
-
-/*
- * The publication and the slot on the source, then the subscription on
- * the target (which copies the rows, then streams).  The slot is created
- * by the mover, not by CREATE SUBSCRIPTION, which would wait for itself
- * when both shards are databases of one server.  The caller has deleted
- * the step's leftover rows on the target.
- */
-bool
-online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
-				 const StepTarget *target, int step)
-{
-	char	   *name = online_name(step);
 	char	   *list = format_text("%s", "");
-	char	   *sql;
-	char	   *conninfo;
-	bool		ok = false;
-	PGresult   *res;
-	const char *params[1] = {name};
 
 	for (int i = 0; i < ntables; i++)
 	{
-		char	   *filter = row_filter(dir, src, &tables[i], target);
-		char	   *longer;
+		char	   *longer = format_text("%s%s%s", list, i ? ", " : "", tables[i].table_name);
 
-		if (filter == NULL)
-			goto out;
-		longer = format_text("%s%s%s WHERE (%s)", list, i ? ", " : "", tables[i].table_name, filter);
 		free(list);
-		free(filter);
 		list = longer;
 	}
-	sql = format_text("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete')", name, list);
-	ok = command(src, sql);
+	return list;
+}
+
+/*
+ * The logical slot of plugin chash, over a replication connection to the
+ * source that exports its snapshot: the connection, which must stay open
+ * and idle until the snapshot is imported, and the snapshot's name in
+ * *snapshot, or NULL.  The slot is the mover's, not CREATE SUBSCRIPTION's,
+ * which would wait for itself when both shards are databases of one
+ * server; creating it waits for the transactions running on the source's
+ * server.
+ */
+static PGconn *
+create_slot(Server *src, const char *name, char **snapshot)
+{
+	const char *keywords[] = {"dbname", "replication", "fallback_application_name", NULL};
+	const char *values[] = {src->conninfo, "database", PROGNAME, NULL};
+	/* a Server of its own: server_wait says what a long wait waits for, and Ctrl-C cancels it */
+	Server		repl = {.name = src->name, .conninfo = src->conninfo};
+	char	   *sql;
+	PGresult   *res = NULL;
+	bool		cancelled = false;
+
+	*snapshot = NULL;
+	repl.conn = PQconnectdbParams(keywords, values, true);
+	if (PQstatus(repl.conn) != CONNECTION_OK)
+	{
+		report_result("error", format_text("could not open a replication connection to shard \"%s\"", src->name), NULL, repl.conn);
+		PQfinish(repl.conn);
+		return NULL;
+	}
+	sql = format_text("CREATE_REPLICATION_SLOT %s LOGICAL chash EXPORT_SNAPSHOT", name);
+	if (PQsendQuery(repl.conn, sql))
+		res = server_wait(&repl, sql, &cancelled);
 	free(sql);
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 2))
+	{
+		if (!cancelled)
+			report_result("error", format_text("could not create replication slot \"%s\" on shard \"%s\"", name, src->name),
+						  res, repl.conn);
+		PQclear(res);
+		PQfinish(repl.conn);
+		return NULL;
+	}
+	*snapshot = format_text("%s", PQgetvalue(res, 0, 2));
+	PQclear(res);
+	return repl.conn;
+}
+
+/*
+ * The copy from the slot's snapshot, in one transaction on each side: the
+ * step's rows (an earlier try's leftovers are off the target already),
+ * then the bulk verification of what was copied against the snapshot,
+ * with writes going on; committed on the target only when it holds.  Notes
+ * in *copy what tells later changes from the copy: the snapshot's xmax and
+ * in-progress xids on the source, the copy's transaction on the target.
+ */
+static Verdict
+copy_from_snapshot(Server *src, Server *tgt, PGconn *repl, const char *snapshot, TableInfo *tables, int ntables,
+				   const StepTarget *target, const Batch *batch, OnlineCopy *copy)
+{
+	Verdict		v = VERDICT_ERROR;
+	PGresult   *res;
+	bool		ok;
+
+	copy->rows = copy->bytes = 0;
+	ok = command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+	if (ok)
+	{
+		char	   *quoted = format_text("SET TRANSACTION SNAPSHOT '%s'", snapshot);
+
+		ok = command(src, quoted);
+		free(quoted);
+	}
+	/* imported: the replication connection may go (its slot stays) */
+	PQfinish(repl);
 	if (!ok)
 		goto out;
-	res = query(src, "SELECT pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')", 1, params);
+	res = query(src, "SELECT (pg_catalog.pg_snapshot_xmax(s)::text::int8 % 4294967296)::text, "
+				"       COALESCE((SELECT pg_catalog.array_agg((x::text::int8 % 4294967296)::text::xid) "
+				"                   FROM pg_catalog.pg_snapshot_xip(s) x), '{}')::text "
+				"  FROM pg_catalog.pg_current_snapshot() s", 0, NULL);
 	if (res == NULL)
-	{
-		ok = false;
 		goto out;
-	}
+	snprintf(copy->source_xmax, sizeof(copy->source_xmax), "%s", PQgetvalue(res, 0, 0));
+	free(copy->source_xip);
+	copy->source_xip = format_text("%s", PQgetvalue(res, 0, 1));
 	PQclear(res);
+	if (!command(tgt, "BEGIN"))
+		goto out;
+	res = query(tgt, "SELECT (pg_catalog.pg_current_xact_id()::text::int8 % 4294967296)::text", 0, NULL);
+	if (res == NULL)
+		goto out;
+	snprintf(copy->target_xid, sizeof(copy->target_xid), "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	for (int i = 0; i < ntables; i++)
+	{
+		long long	n = copy_table(src, tgt, &tables[i], tables[i].columns, target, &copy->bytes);
+
+		if (n < 0)
+			goto out;
+		copy->rows += n;
+		if (stop_requested)
+			goto out;
+	}
+	v = verify(src, tgt, tables, ntables, target, batch, NULL);
+	if (v == VERDICT_SAME && !command(tgt, "COMMIT"))
+		v = VERDICT_ERROR;
+	copy->known = v == VERDICT_SAME;
+out:
+	if (PQtransactionStatus(tgt->conn) != PQTRANS_IDLE)
+		PQclear(PQexec(tgt->conn, "ROLLBACK"));
+	if (PQtransactionStatus(src->conn) != PQTRANS_IDLE)
+		PQclear(PQexec(src->conn, "ROLLBACK"));
+	return v;
+}
+
+/*
+ * The replication objects of a step (or a batch: one of each for it, named
+ * for its first step) and its copy: on the source the
+ * publication (first: a rerun finds a dead run's objects by it), the
+ * decoding filter and the slot; the rows copied from the slot's snapshot
+ * and verified; then the subscription on the target, which streams from
+ * the slot's consistent point.  VERDICT_DIFFERENT: the copy does not match
+ * the source (said).
+ */
+Verdict
+online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
+				 const StepTarget *target, const Batch *batch, OnlineCopy *copy)
+{
+	char	   *name = online_name(batch->steps[0]);
+	char	   *list = table_list(tables, ntables);
+	char	   *directory = escape_literal(src->conn, migration.directory);
+	char	   *tenants = target->slot >= 0 ? NULL
+		: escape_literal(src->conn, target->nsteps > 1 ? target->tenants : target->tenant);
+	char	   *which = target->slot < 0 ? format_text(target->nsteps > 1 ? "tenants => %s::text[]" : "tenants => ARRAY[%s]", tenants)
+		: target->nsteps > 1 ? format_text("slots => '%s'::int[]", target->slots)
+		: format_text("slots => ARRAY[%d]", target->slot);
+	char	   *sql;
+	char	   *snapshot = NULL;
+	char	   *conninfo;
+	PGconn	   *repl;
+	Verdict		v = VERDICT_ERROR;
+
+	copy->known = false;
+	/* recorded first, so a cleaner finds them whatever happens next (replication_cleaner.c) */
+	sql = NULL;
+	if (!replication_objects_record(dir, batch->steps[0], src->name, tgt->name, name))
+		goto out;
+	sql = format_text("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete')", name, list);
+	if (!command(src, sql))
+		goto out;
+	free(sql);
+	sql = format_text("SELECT %s.chash_decoding_filter_create('%s', %s, %s)", src->schema, name, directory, which);
+	if (!command(src, sql))
+		goto out;
+	if ((repl = create_slot(src, name, &snapshot)) == NULL)
+		goto out;
+	v = copy_from_snapshot(src, tgt, repl, snapshot, tables, ntables, target, batch, copy);
+	if (v != VERDICT_SAME)
+		goto out;
 	/* synchronous_commit = local: what the target reports as flushed is what it applied */
+	free(sql);
 	conninfo = escape_literal(tgt->conn, src->conninfo);
 	sql = format_text("CREATE SUBSCRIPTION %1$s CONNECTION %2$s PUBLICATION %1$s "
-					  "WITH (create_slot = false, slot_name = %1$s, copy_data = true, synchronous_commit = 'local')",
+					  "WITH (create_slot = false, slot_name = %1$s, copy_data = false, "
+					  "synchronous_commit = 'local', disable_on_error = true)",
 					  name, conninfo);
-	ok = command(tgt, sql);
-	free(sql);
 	free(conninfo);
+	if (!command(tgt, sql))
+		v = VERDICT_ERROR;
 out:
+	free(sql);
+	free(snapshot);
+	free(tenants);
+	free(which);
+	free(directory);
 	free(list);
 	free(name);
-	return ok;
+	return v;
 }
 
-/* Waits until the slot's confirmed flush position has reached lsn. */
-static bool
-wait_slot(Server *src, const char *name, const char *lsn)
+/* Testing aid: CHASH_MOVE_PAUSE_SUBSCRIBED=SECONDS waits that long once a step's subscription streams. */
+void
+online_test_pause(void)
 {
-	const char *params[2] = {name, lsn};
-	double		start = now_seconds();
-	double		next_say = start + 5;
+	const char *pause = getenv("CHASH_MOVE_PAUSE_SUBSCRIBED");
+	double		until = pause ? now_seconds() + atof(pause) : 0;
 
-	for (;;)
-	{
-		PGresult   *res = query(src, "SELECT confirmed_flush_lsn >= $2::pg_lsn, wal_status = 'lost' "
-								"FROM pg_catalog.pg_replication_slots WHERE slot_name = $1", 2, params);
-		bool		reached;
-
-		if (res == NULL)
-			return false;
-		if (PQntuples(res) != 1 || PQgetvalue(res, 0, 1)[0] == 't')
-		{
-			if (PQntuples(res) != 1)
-				report("error", "replication slot \"%s\" disappeared from shard \"%s\"", name, src->name);
-			else
-			{
-				report("error", "replication slot \"%s\" on shard \"%s\" lost the WAL it needs", name, src->name);
-				report("hint", "The step's catch-up outgrew max_slot_wal_keep_size there; raise it, or move the step without --online.");
-			}
-			PQclear(res);
-			return false;
-		}
-		reached = PQgetvalue(res, 0, 0)[0] == 't';
-		PQclear(res);
-		if (reached)
-			return true;
-		if (stop_requested)
-			return false;
-		if (now_seconds() >= next_say)
-		{
-			report("info", "waiting %.0f s for the subscription \"%s\" to apply shard \"%s\"'s changes up to %s",
-				   now_seconds() - start, name, src->name, lsn);
-			next_say = now_seconds() + 5;
-		}
-		/* a short wait is the usual one: it is writes refused */
-		usleep(now_seconds() - start < 0.5 ? 2000 : 20000);
-	}
+	while (now_seconds() < until && !stop_requested)
+		usleep(20 * 1000);
 }
 
-/* The subscription's tables ready (copied, streaming): 1; still copying: 0; failed or gone: -1. */
+/*
+ * The rows of a table that changed since the copy there, and those that
+ * did not: count unchanged, count changed, checksum of the changed.  On
+ * the source a row version is the snapshot's when its xmin is older than
+ * the snapshot's xmax and was not running then; on the target when the
+ * copy's transaction wrote it.  Only the changed rows are hashed (a row's
+ * hash is never NULL: NULL marks an unchanged row).
+ */
+static char *
+tail_sql(Server *server, const TableInfo *table, const StepTarget *target, const char *changed)
+{
+	char	   *pred = step_predicate(server, table, target);
+	char	   *sql = format_text("SELECT pg_catalog.count(*) - pg_catalog.count(q.h), pg_catalog.count(q.h), "
+								  "       COALESCE(pg_catalog.sum(q.h), 0) "
+								  "  FROM (SELECT CASE WHEN %2$s THEN %1$s.chash_xxh64(ROW(%3$s)::text) END AS h "
+								  "          FROM %4$s WHERE %5$s) q",
+								  server->schema, changed, table->columns, table->table_name, pred);
+
+	free(pred);
+	return sql;
+}
+
+/*
+ * The tail verification, with the step fenced and the target caught up
+ * with the source (docs/shards.md, "The write block"): per table, the rows
+ * left unchanged since the copy are as many on both sides (the copy was
+ * verified equal to the snapshot), and the rows changed since are as many,
+ * with the same checksum.  Only the changed rows are hashed, so the cost
+ * in the write block is a count of the step's rows plus the changes.
+ */
+Verdict
+online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+				   const Batch *batch, const OnlineCopy *copy, long long *rows)
+{
+	/* age() is the same all through a transaction: an xmin the snapshot's xmax or younger */
+	char	   *src_changed = format_text("(pg_catalog.age(xmin) <= (SELECT pg_catalog.age('%s'::xid)) OR xmin = ANY ('%s'::xid[]))",
+										  copy->source_xmax, copy->source_xip);
+	char	   *tgt_changed = format_text("xmin <> '%s'::xid", copy->target_xid);
+	Verdict		v = VERDICT_ERROR;
+
+	if (!command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+		|| !command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+		goto out;
+	for (int i = 0; i < ntables; i++)
+	{
+		char	   *sql_src = tail_sql(src, &tables[i], target, src_changed);
+		char	   *sql_tgt = tail_sql(tgt, &tables[i], target, tgt_changed);
+		PGresult   *rs = NULL,
+				   *rt = NULL;
+		bool		same;
+
+		if (PQsendQuery(src->conn, sql_src) && PQsendQuery(tgt->conn, sql_tgt))
+		{
+			rs = last_result(src, sql_src);
+			rt = last_result(tgt, sql_tgt);
+		}
+		else
+			report("error", "could not send the verification query: %s", PQerrorMessage(src->conn));
+		free(sql_src);
+		free(sql_tgt);
+		if (rs == NULL || rt == NULL)
+		{
+			PQclear(rs);
+			PQclear(rt);
+			goto out;
+		}
+		same = strcmp(PQgetvalue(rs, 0, 0), PQgetvalue(rt, 0, 0)) == 0
+			&& strcmp(PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 1)) == 0
+			&& strcmp(PQgetvalue(rs, 0, 2), PQgetvalue(rt, 0, 2)) == 0;
+		*rows += atoll(PQgetvalue(rt, 0, 0)) + atoll(PQgetvalue(rt, 0, 1));
+		if (!same)
+		{
+			char	   *which = describe(batch);
+
+			report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
+				   which, migration.id, tables[i].table_name, src->name, tgt->name);
+			free(which);
+			report("detail", "Since the copy, the source has %s rows unchanged and %s changed (checksum %s), the target %s unchanged and %s changed (checksum %s). "
+				   "Given back: the rows stay on shard \"%s\", which still owns them.",
+				   PQgetvalue(rs, 0, 0), PQgetvalue(rs, 0, 1), PQgetvalue(rs, 0, 2),
+				   PQgetvalue(rt, 0, 0), PQgetvalue(rt, 0, 1), PQgetvalue(rt, 0, 2), src->name);
+			report("hint", "Something changed the moving rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",
+				   tgt->name);
+		}
+		PQclear(rs);
+		PQclear(rt);
+		if (!same)
+		{
+			v = VERDICT_DIFFERENT;
+			goto out;
+		}
+	}
+	v = VERDICT_SAME;
+out:
+	if (PQtransactionStatus(tgt->conn) != PQTRANS_IDLE)
+		PQclear(PQexec(tgt->conn, "ROLLBACK"));
+	if (PQtransactionStatus(src->conn) != PQTRANS_IDLE)
+		PQclear(PQexec(src->conn, "ROLLBACK"));
+	free(src_changed);
+	free(tgt_changed);
+	return v;
+}
+
+/*
+ * The target's error for a subscription whose apply failed, from the
+ * server's log when it keeps one the mover may read (logging_collector;
+ * the mover is a superuser there): the last ERROR, with its DETAIL, whose
+ * CONTEXT names the subscription's replication origin.  NULL when not
+ * found.
+ */
+static char *
+apply_error(Server *tgt, const char *suboid)
+{
+	char	   *origin = format_text("replication origin \"pg_%s\"", suboid);
+	char	   *error = NULL;
+
+	/* the worker logs before it counts the error; the log collector may lag a little */
+	for (int tries = 0; tries < 20 && error == NULL; tries++)
+	{
+		PGresult   *res = server_exec(tgt, "SELECT pg_catalog.pg_read_file(f, GREATEST(0, (pg_catalog.pg_stat_file(f)).size - 1048576), 1048576) "
+										 "  FROM pg_catalog.pg_current_logfile() f WHERE f IS NOT NULL");
+		const char *log;
+		const char *at;
+		const char *e;
+
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		{
+			PQclear(res);
+			break;				/* no log file, or not readable */
+		}
+		log = PQgetvalue(res, 0, 0);
+		at = NULL;
+		for (const char *p = strstr(log, origin); p != NULL; p = strstr(p + 1, origin))
+			at = p;
+		for (e = at; e != NULL && e > log && strncmp(e, "ERROR:", 6) != 0; e--)
+			;
+		if (at != NULL && e != NULL && e > log)
+		{
+			const char *msg = e + 6;
+			const char *d = strstr(msg, "DETAIL:");
+			size_t		n;
+
+			msg += strspn(msg, " \t");
+			n = strcspn(msg, "\n");
+			if (d != NULL && d < at)
+			{
+				d += 7 + strspn(d + 7, " \t");
+				error = format_text("%.*s (%.*s)", (int) n, msg, (int) strcspn(d, "\n"), d);
+			}
+			else
+				error = format_text("%.*s", (int) n, msg);
+		}
+		PQclear(res);
+		if (error == NULL)
+			usleep(50 * 1000);
+	}
+	free(origin);
+	return error;
+}
+
+/*
+ * The subscription's tables ready (streaming): 1; not yet: 0; gone or not
+ * asked: -1; its apply failed: ONLINE_CANNOT_APPLY - 1, said here with
+ * the target's error.  Its subscription was made with disable_on_error,
+ * so a change the target cannot apply fails once and is not retried.
+ */
+#define APPLY_FAILED (ONLINE_CANNOT_APPLY - 1)
 static int
 subscription_state(Server *tgt, const char *name, int ntables)
 {
@@ -373,7 +563,8 @@ subscription_state(Server *tgt, const char *name, int ntables)
 	PGresult   *res = query(tgt,
 							"SELECT count(r.srrelid), count(r.srrelid) FILTER (WHERE r.srsubstate = 'r'), "
 							"       COALESCE((SELECT t.apply_error_count + t.sync_error_count "
-							"                   FROM pg_catalog.pg_stat_subscription_stats t WHERE t.subid = s.oid), 0) "
+							"                   FROM pg_catalog.pg_stat_subscription_stats t WHERE t.subid = s.oid), 0) > 0 "
+							"       OR NOT s.subenabled, s.oid "
 							"  FROM pg_catalog.pg_subscription s "
 							"  LEFT JOIN pg_catalog.pg_subscription_rel r ON r.srsubid = s.oid "
 							" WHERE s.subname = $1 AND s.subdbid = (SELECT oid FROM pg_catalog.pg_database "
@@ -389,11 +580,20 @@ subscription_state(Server *tgt, const char *name, int ntables)
 		report("error", "subscription \"%s\" disappeared from shard \"%s\"", name, tgt->name);
 		return -1;
 	}
-	if (atoll(PQgetvalue(res, 0, 2)) > 0)
+	if (PQgetvalue(res, 0, 2)[0] == 't')
 	{
-		report("error", "subscription \"%s\" on shard \"%s\" failed to apply the step's rows", name, tgt->name);
-		report("hint", "The server log of shard \"%s\" says why.", tgt->name);
-		state = -1;
+		char	   *error = apply_error(tgt, PQgetvalue(res, 0, 3));
+
+		if (error != NULL)
+			report("error", "shard \"%s\" cannot apply the step's changes: %s", tgt->name, error);
+		else
+			report("error", "shard \"%s\" cannot apply the step's changes (subscription \"%s\" failed)", tgt->name, name);
+		report("detail", "The step is given back: its rows stay on the source, which owns them; nothing of the step is left on shard \"%s\".",
+			   tgt->name);
+		report("hint", "%s", error != NULL ? "Make the table the same on both shards (its columns, its unique indexes) and run chash_move again."
+			   : format_text("The server log of shard \"%s\" says why; make the table the same on both shards and run chash_move again.", tgt->name));
+		free(error);
+		state = APPLY_FAILED;
 	}
 	else
 		state = atoi(PQgetvalue(res, 0, 0)) == ntables && atoi(PQgetvalue(res, 0, 1)) == ntables ? 1 : 0;
@@ -401,7 +601,65 @@ subscription_state(Server *tgt, const char *name, int ntables)
 	return state;
 }
 
-/* Whether the step's subscription is there, copied and streaming (a takeover resumes it). */
+/*
+ * Waits until the slot's confirmed flush position has reached lsn: 1; an
+ * error 0; the target's apply failed ONLINE_CANNOT_APPLY (asked every
+ * tenth of a second: the slot would never get there).
+ */
+static int
+wait_slot(Server *src, Server *tgt, const char *name, const char *lsn, int ntables)
+{
+	const char *params[2] = {name, lsn};
+	double		start = now_seconds();
+	double		next_say = start + 5;
+	double		next_ask = start + 0.1;
+
+	for (;;)
+	{
+		PGresult   *res = query(src, "SELECT confirmed_flush_lsn >= $2::pg_lsn, wal_status = 'lost' "
+								"FROM pg_catalog.pg_replication_slots WHERE slot_name = $1", 2, params);
+		bool		reached;
+
+		if (res == NULL)
+			return 0;
+		if (PQntuples(res) != 1 || PQgetvalue(res, 0, 1)[0] == 't')
+		{
+			if (PQntuples(res) != 1)
+				report("error", "replication slot \"%s\" disappeared from shard \"%s\"", name, src->name);
+			else
+			{
+				report("error", "replication slot \"%s\" on shard \"%s\" lost the WAL it needs", name, src->name);
+				report("hint", "The step's catch-up outgrew max_slot_wal_keep_size there; raise it, or move the step without --online.");
+			}
+			PQclear(res);
+			return 0;
+		}
+		reached = PQgetvalue(res, 0, 0)[0] == 't';
+		PQclear(res);
+		if (reached)
+			return 1;
+		if (stop_requested)
+			return 0;
+		if (now_seconds() >= next_ask)
+		{
+			int			state = subscription_state(tgt, name, ntables);
+
+			if (state < 0)
+				return state == APPLY_FAILED ? ONLINE_CANNOT_APPLY : 0;
+			next_ask = now_seconds() + 0.1;
+		}
+		if (now_seconds() >= next_say)
+		{
+			report("info", "waiting %.0f s for the subscription \"%s\" to apply shard \"%s\"'s changes up to %s",
+				   now_seconds() - start, name, src->name, lsn);
+			next_say = now_seconds() + 5;
+		}
+		/* a short wait is the usual one: it is writes refused */
+		usleep(now_seconds() - start < 0.5 ? 2000 : 20000);
+	}
+}
+
+/* Whether the step's subscription is there and streaming (a takeover resumes it). */
 bool
 online_streaming(Server *tgt, int step, int ntables)
 {
@@ -417,15 +675,16 @@ online_streaming(Server *tgt, int step, int ntables)
 }
 
 /*
- * Waits until the subscription has copied every table and applies the
- * source's changes with a lag short enough to fence: the source's WAL
- * position is reached again within a tenth of a second.
+ * Waits until the subscription streams and applies the source's changes
+ * with a lag short enough to fence: the source's WAL position is reached
+ * again within a tenth of a second.  1, 0 (an error), or
+ * ONLINE_CANNOT_APPLY.
  */
-bool
+int
 online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 {
 	char	   *name = online_name(step);
-	bool		ok = false;
+	int			ok = 0;
 	double		begun = now_seconds();
 	double		next_say = begun + 10;
 
@@ -435,13 +694,18 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 		PGresult   *res;
 		double		start;
 
-		if (state < 0 || stop_requested)
+		if (state < 0)
+		{
+			ok = state == APPLY_FAILED ? ONLINE_CANNOT_APPLY : 0;
+			break;
+		}
+		if (stop_requested)
 			break;
 		if (state == 0)
 		{
 			if (now_seconds() >= next_say)
 			{
-				report("info", "step %d: waiting %.0f s for the subscription \"%s\" on shard \"%s\" to copy the step's rows",
+				report("info", "step %d: waiting %.0f s for the subscription \"%s\" on shard \"%s\" to start",
 					   step, now_seconds() - begun, name, tgt->name);
 				next_say = now_seconds() + 10;
 			}
@@ -452,14 +716,14 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 		if (res == NULL)
 			break;
 		start = now_seconds();
-		ok = wait_slot(src, name, PQgetvalue(res, 0, 0));
+		ok = wait_slot(src, tgt, name, PQgetvalue(res, 0, 0), ntables);
 		PQclear(res);
-		if (!ok || now_seconds() - start < 0.1)
+		if (ok != 1 || now_seconds() - start < 0.1)
 			break;
-		ok = false;
+		ok = 0;
 		if (now_seconds() >= next_say)
 		{
-			report("info", "step %d: the subscription \"%s\" on shard \"%s\" has copied the rows but lags behind shard \"%s\"; the step is fenced once it keeps up",
+			report("info", "step %d: the subscription \"%s\" on shard \"%s\" lags behind shard \"%s\"; the step is fenced once it keeps up",
 				   step, name, tgt->name, src->name);
 			next_say = now_seconds() + 10;
 		}
@@ -472,18 +736,18 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
  * After chash_shard_wait_fence on the source: no write of the step's rows
  * can commit there any more.  A logical message committed now lies after
  * every such write in the source's WAL; once the target confirms it, it
- * has applied them all.
+ * has applied them all.  1, 0 or ONLINE_CANNOT_APPLY.
  */
-bool
-online_wait_applied(Server *src, int step)
+int
+online_wait_applied(Server *src, Server *tgt, int step, int ntables)
 {
 	char	   *name = online_name(step);
 	PGresult   *res = query(src, "SELECT pg_catalog.pg_logical_emit_message(true, 'chash_move', 'fenced')", 0, NULL);
-	bool		ok = false;
+	int			ok = 0;
 
 	if (res != NULL)
 	{
-		ok = wait_slot(src, name, PQgetvalue(res, 0, 0));
+		ok = wait_slot(src, tgt, name, PQgetvalue(res, 0, 0), ntables);
 		PQclear(res);
 	}
 	free(name);
@@ -572,6 +836,27 @@ online_drop(Server *src, Server *tgt, int step)
 		PQclear(res);
 		usleep(100 * 1000);
 	}
+	PQclear(res);
+
+	/*
+	 * The decoding filter, then the publication: the publication is made
+	 * first and dropped last, so a rerun finds a dead run's filter by it
+	 * (and a mover that never made one, not a superuser, never reads the
+	 * filters).
+	 */
+	res = query(src, "SELECT FROM pg_catalog.pg_publication WHERE pubname = $1", 1, params);
+	if (res == NULL)
+		goto out;
+	ok = PQntuples(res) == 0;
+	PQclear(res);
+	if (ok)
+		goto out;
+	sql = format_text("SELECT %1$s.chash_decoding_filter_drop($1) "
+					  " WHERE pg_catalog.to_regclass('%1$s.chash_decoding_filter') IS NOT NULL", src->schema);
+	res = query(src, sql, 1, params);
+	free(sql);
+	if (res == NULL)
+		goto out;
 	PQclear(res);
 	sql = format_text("DROP PUBLICATION IF EXISTS %s", name);
 	ok = command(src, sql);

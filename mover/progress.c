@@ -44,6 +44,16 @@ counters_add(long long rows, long long bytes)
 	pthread_mutex_unlock(&counters_lock);
 }
 
+void
+mover_counts(long long *steps, long long *rows, long long *bytes)
+{
+	pthread_mutex_lock(&counters_lock);
+	*steps = counters.steps;
+	*rows = counters.rows;
+	*bytes = counters.bytes;
+	pthread_mutex_unlock(&counters_lock);
+}
+
 /* 1234567 -> "1,234,567" */
 static const char *
 grouped(long long n, char *buf)

@@ -13,6 +13,8 @@
 #include "chash_move.h"
 
 pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
+report_hook_fn report_hook;		/* engine.h: a program's own sink */
+__thread const char *report_steps;
 
 /* A message's text (and any other allocated text), or exit on no memory. */
 char *
@@ -42,6 +44,18 @@ report(const char *level, const char *fmt,...)
 {
 	va_list		ap;
 
+	if (report_hook != NULL)
+	{
+		char		message[2048];
+
+		va_start(ap, fmt);
+		vsnprintf(message, sizeof(message), fmt, ap);
+		va_end(ap);
+		pthread_mutex_lock(&output_lock);
+		report_hook(level, report_steps, message);
+		pthread_mutex_unlock(&output_lock);
+		return;
+	}
 	pthread_mutex_lock(&output_lock);
 	progress_clear();
 	if (strcmp(level, "detail") == 0 || strcmp(level, "hint") == 0)

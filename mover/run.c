@@ -15,6 +15,7 @@
 
 Migration	migration;
 volatile sig_atomic_t stop_requested = 0;
+volatile sig_atomic_t stop_claiming = 0;
 volatile bool failed = false;
 volatile bool config_error = false;
 
@@ -55,15 +56,13 @@ return_tickets(int n)
  * last batches bound it everywhere: the steps that make --batch-rows at
  * that pace (at most --batch-steps), so a blocking batch's write block
  * stays near the copy time of --batch-rows.  The first batch is small,
- * to measure.  Online moves go one step at a time.
+ * to measure.  Online batches too: one slot and one subscription each.
  */
 static int
 batch_size(double rows_per_step)
 {
 	double		n;
 
-	if (options.online)
-		return 1;
 	if (options.batch_rows <= 0)
 		return options.batch_steps;
 	if (rows_per_step < 0)
@@ -86,7 +85,7 @@ run_job(void *arg)
 	int			errors = 0;
 	double		rows_per_step = -1; /* measured over the batches moved */
 
-	while (!stop_requested && !failed)
+	while (!stop_requested && !stop_claiming && !failed)
 	{
 		Batch		b = {0};
 		ClaimResult r;
@@ -134,7 +133,9 @@ run_job(void *arg)
 			usleep(200 * 1000);
 			continue;
 		}
+		report_steps = b.step_list;
 		o = move_batch(&dir, &b, &rows);
+		report_steps = NULL;
 		if (o == STEP_MOVED && strcmp(b.state, "copying") == 0 && rows > 0)
 		{
 			/* the pace of the batches moved, the latest weighing most */
@@ -363,6 +364,7 @@ mover_run(const char *holder_prefix)
 	gethostname(host, sizeof(host) - 1);
 	snprintf(migration.holder, sizeof(migration.holder), "%s %s pid %d", holder_prefix, host, (int) getpid());
 
+	replication_objects_clean();	/* what movers that died left */
 	progress_start();
 	pthread_create(&keeper, NULL, lease_keeper, NULL);
 	threads = calloc(options.jobs, sizeof(pthread_t));
@@ -379,15 +381,21 @@ mover_run(const char *holder_prefix)
 	}
 	free(threads);
 	free(jobs);
+	replication_objects_clean();	/* of the steps given back */
 	pause_point("finished");
 	done = migration_finished();	/* and the final totals */
-	if (!failed && stop_requested)
+	if (!failed && (stop_requested || stop_claiming))
 		finished = finished || done;
 	progress_draw(true);
 
 	if (stop_requested && !finished)
 	{
 		report("info", "interrupted: the steps in flight were released");
+		return 1;
+	}
+	if (stop_claiming && !finished)
+	{
+		report("info", "stopped: the batches in flight were finished or given back");
 		return 1;
 	}
 	if (failed)

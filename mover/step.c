@@ -24,10 +24,12 @@
  * again (the target's transaction rolled back with the dead mover, or its
  * leftovers are deleted first), a copied one is verified again and
  * completed, a completed one only has its source rows deleted.
- * With --online (online.c) batches are of one step: a subscription copies
- * the rows before the fence and streams their changes; after the fence
- * the mover waits until the target has applied the source's WAL, then
- * verifies; the subscription is gone before any source row is deleted.
+ * With --online (online.c) the rows are copied before the fence from the
+ * snapshot of a logical slot whose subscription then streams their
+ * changes (one slot, one subscription for the batch); after the fence the
+ * mover waits until the target has applied the source's WAL, then
+ * verifies the rows changed since the copy; the subscription is gone
+ * before any source row is deleted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +37,6 @@
 #include <unistd.h>
 
 #include "chash_move.h"
-
-typedef enum Verdict
-{
-	VERDICT_SAME,
-	VERDICT_DIFFERENT,
-	VERDICT_ERROR
-} Verdict;
 
 /* ---- the shards this job talks to, one connection each ---- */
 static __thread Server **shards;	/* pointers: callers keep them across lookups */
@@ -119,10 +114,25 @@ shard(Server *dir, const char *name)
 	return server;
 }
 
+/* shard() for the cleaner of replication objects (replication_cleaner.c) */
+Server *
+step_shard(Server *dir, const char *name)
+{
+	return shard(dir, name);
+}
+
+/* Closes this thread's shard connections (shard() opens them again). */
+void
+step_shards_close(void)
+{
+	for (int i = 0; i < nshards; i++)
+		server_close(shards[i]);
+}
+
 /* ---- small helpers ---- */
 
 /* The result of the statement sent there, or NULL with the error said (not when Ctrl-C cancelled it). */
-static PGresult *
+PGresult *
 last_result(Server *server, const char *sql)
 {
 	bool		cancelled;
@@ -164,18 +174,87 @@ rollback(Server *server)
 }
 
 /* "step 7", or "steps 7-1606 (a batch of 1600)": in messages */
-static char *
+char *
 describe(const Batch *batch)
 {
-	if (batch->nsteps == 1)
-		return format_text("step %d", batch->steps[0]);
-	return format_text("steps %d-%d (a batch of %d)", batch->steps[0], batch->steps[batch->nsteps - 1],
-					   batch->nsteps);
+	return batch_describe(batch);
 }
 
-/* Waits until the server's replica shows every step of the batch in one of the states. */
+/*
+ * The directory database's identity when this job's batch began (lease.c,
+ * shard_agrees): a delete is made only while it is still the same server.
+ */
+static __thread char dir_identity[80];
+
+/* Both shards of the batch agree with the directory database, read now (before every delete). */
 static bool
-wait_replica(Server *server, const Batch *batch, const char *states, const char *what)
+shards_agree(Server *dir, Server *src, Server *tgt, const Batch *batch)
+{
+	return shard_agrees(dir, src, batch, dir_identity, sizeof(dir_identity))
+		&& shard_agrees(dir, tgt, batch, dir_identity, sizeof(dir_identity));
+}
+
+/*
+ * While a wait for a shard's replica goes on: after 2 s, then every 5 s
+ * or so, says what it waits for (the replica's version, the directory's,
+ * why the shard cannot follow if it says), and ends the wait, said, once
+ * it has lasted --fence-timeout or the shard cannot vouch for its replica
+ * for good (config_error: the mover stops).  True: wait on.
+ */
+static bool
+wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, double start, double *next_say)
+{
+	double		waited = now_seconds() - start;
+	bool		expired = waited >= options.fence_timeout;
+	long long	version = -1;
+	char	   *refusal = NULL;
+	char	   *which;
+	char	   *where;
+	PGresult   *res;
+	const char *params[1] = {migration.directory};
+
+	if (!expired && now_seconds() < *next_say)
+		return true;
+	*next_say = now_seconds() + 5;
+	if (!replica_position(server, &version, &refusal))
+		return false;
+	res = query(dir, format_text("SELECT version FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
+	which = describe(batch);
+	where = format_text("replica of directory \"%s\" is at version %lld, the directory database at version %s",
+						migration.directory, version,
+						res != NULL && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "unknown");
+	PQclear(res);
+	if (refusal_lasting(refusal))
+	{
+		report("error", "shard \"%s\" cannot vouch for its replica of directory \"%s\"", server->name, migration.directory);
+		report("detail", "%s The mover waited for it to apply the %s of %s.", refusal, what, which);
+		report("hint", "See chash_shard_status there, and docs/shards.md, \"Failover\".");
+		config_error = true;
+		expired = true;
+	}
+	else if (expired)
+	{
+		report("error", "shard \"%s\" did not apply the %s of %s of migration %lld within %d s (--fence-timeout)",
+			   server->name, what, which, migration.id, options.fence_timeout);
+		report("detail", "Its %s.%s%s", where, refusal ? " " : "", refusal ? refusal : "");
+		report("hint", "A shard cut off from the directory database catches up once it can reach it again; "
+			   "a shard that follows a replaced directory server needs chash_shard_repoint() (docs/shards.md, \"Failover\").");
+	}
+	else
+		report("info", "waiting %.0f s for shard \"%s\" to apply the %s of %s: its %s%s%s",
+			   waited, server->name, what, which, where, refusal ? "; " : "", refusal ? refusal : "");
+	free(which);
+	free(where);
+	free(refusal);
+	return !expired;
+}
+
+/*
+ * Waits until the server's replica shows every step of the batch in one
+ * of the states, for --fence-timeout at most (wait_watch).
+ */
+static bool
+wait_replica(Server *dir, Server *server, const Batch *batch, const char *states, const char *what)
 {
 	char	   *id = format_text("%lld", migration.id);
 	const char *params[3] = {id, batch->step_list, states};
@@ -184,7 +263,7 @@ wait_replica(Server *server, const Batch *batch, const char *states, const char 
 								  "  FROM %s.chash_migration_step s "
 								  " WHERE s.migration = $1 AND s.step = ANY ($2::pg_catalog.int4[])", server->schema);
 	double		start = now_seconds();
-	double		next_say = start + 5;
+	double		next_say = start + 2;
 	bool		ok = false;
 
 	for (;;)
@@ -195,19 +274,52 @@ wait_replica(Server *server, const Batch *batch, const char *states, const char 
 			break;
 		ok = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
 		PQclear(res);
-		if (ok || stop_requested)
+		if (ok || stop_requested || !wait_watch(dir, server, batch, what, start, &next_say))
 			break;
-		if (now_seconds() >= next_say)
-		{
-			char	   *which = describe(batch);
-
-			report("info", "waiting %.0f s for shard \"%s\" to apply the %s of %s (its replica of the directory lags)",
-				   now_seconds() - start, server->name, what, which);
-			free(which);
-			next_say = now_seconds() + 5;
-		}
 		usleep(2000);
 	}
+	free(id);
+	free(sql);
+	return ok;
+}
+
+/*
+ * chash_shard_wait_fence on the source, for --fence-timeout at most: run
+ * in slices of 2 s (statement_timeout), so that between them the mover
+ * says what it waits for and ends the wait at the bound; Ctrl-C and
+ * SIGTERM cancel a slice at once (server_wait).
+ */
+static bool
+wait_fence(Server *dir, Server *src, const Batch *batch)
+{
+	char	   *id = format_text("%lld", migration.id);
+	const char *params[3] = {migration.directory, id, batch->step_list};
+	char	   *sql = format_text("SELECT %s.chash_shard_wait_fence($1, $2::bigint, $3::int[])", src->schema);
+	double		start = now_seconds();
+	double		next_say = start + 2;
+	bool		ok = false;
+
+	if (!command(src, "SET statement_timeout = 2000"))
+		goto out;
+	while (!stop_requested)
+	{
+		bool		cancelled = false;
+		PGresult   *res = PQsendQueryParams(src->conn, sql, 3, NULL, params, NULL, NULL, 0)
+			? server_wait(src, sql, &cancelled) : NULL;
+		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+		bool		sliced = !cancelled && state != NULL && strcmp(state, "57014") == 0;
+
+		ok = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK;
+		if (!ok && !cancelled && !sliced)
+			report_result("error", format_text("query failed on shard \"%s\"", src->name), res, src->conn);
+		PQclear(res);
+		if (ok || !sliced || !wait_watch(dir, src, batch, "fence", start, &next_say))
+			break;
+	}
+	/* the session goes on without the slices' bound (a failed reset: its connection is gone) */
+	if (!command(src, "SET statement_timeout = 0"))
+		ok = false;
+out:
 	free(id);
 	free(sql);
 	return ok;
@@ -228,7 +340,7 @@ checksum_sql(Server *server, const TableInfo *table, const StepTarget *target, c
 }
 
 /* Both sides inside the transactions the caller opened. */
-static Verdict
+Verdict
 verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	   const StepTarget *target, const Batch *batch, long long *rows)
 {
@@ -352,7 +464,7 @@ step_check(Server *src, Server *tgt, TableInfo *tables, int ntables)
 	return true;
 }
 
-static long long
+long long
 copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 		   const StepTarget *target, long long *bytes)
 {
@@ -653,6 +765,13 @@ give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 {
 	if (!lease_lock(dir, batch, "{copying,fenced}"))
 		return;					/* not ours any more, or done */
+	/* never the target's rows while a shard says the target may own them */
+	if (tgt == NULL || !server_open(tgt) || !shard_agrees(dir, tgt, batch, dir_identity, sizeof(dir_identity))
+		|| (src != NULL && server_open(src) && !shard_agrees(dir, src, batch, dir_identity, sizeof(dir_identity))))
+	{
+		rollback(dir);
+		return;
+	}
 	if (tgt != NULL && tgt->conn != NULL && server_open(tgt)
 		&& (src == NULL || !server_open(src) || online_drop_batch(src, tgt, batch)))
 		delete_rows(tgt, tables, ntables, target);
@@ -671,9 +790,10 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	const char *progress = b->progress;
 	long long	rows = 0,
 				bytes = 0;
-	bool		one = b->nsteps == 1;	/* online moves go one step at a time */
-	int			step = b->steps[0]; /* the step of an online move */
+	bool		one = b->nsteps == 1;
+	int			step = b->steps[0]; /* an online batch's objects are named for its first step */
 	bool		online = false; /* a subscription streams the step's rows */
+	OnlineCopy	copied = {0};	/* what the online copy left for the tail verification */
 	double		t_stream = 0,	/* the subscription's copy and catch-up */
 				t_fence = 0,	/* writes refused from here */
 				t_copy0 = 0,
@@ -694,6 +814,11 @@ move_batch(Server *dir, Batch *b, long long *moved)
 		goto retry;
 	}
 
+	/* the shards agree with the directory about the steps, and it stays the same server */
+	dir_identity[0] = '\0';
+	if (!shards_agree(dir, src, tgt, b))
+		goto refuse;
+
 	/* 0. before anything happens on the shards: what the steps need of them */
 	if (strcmp(b->state, "cancelled") == 0 || strcmp(b->state, "done") == 0
 		? !order_tables(src, tables, ntables) : !step_check(src, tgt, tables, ntables))
@@ -704,7 +829,7 @@ move_batch(Server *dir, Batch *b, long long *moved)
 	 * streams; any other is dropped first, before its publication could send
 	 * a deletion of the step's rows on the source to the target.
 	 */
-	if (one && strcmp(b->state, "fenced") == 0 && options.online && online_streaming(tgt, step, ntables))
+	if (strcmp(b->state, "fenced") == 0 && options.online && online_streaming(tgt, step, ntables))
 		online = true;
 	else if (!online_drop_batch(src, tgt, b))
 		goto retry;
@@ -714,6 +839,11 @@ move_batch(Server *dir, Batch *b, long long *moved)
 		/* cancelled while a mover held them: take their copy off the target */
 		if (!lease_lock(dir, b, "{cancelled}"))
 			goto retry;
+		if (!shards_agree(dir, src, tgt, b))
+		{
+			rollback(dir);
+			goto retry;
+		}
 		if (delete_rows(tgt, tables, ntables, &target) < 0 || !lease_call(dir, "finish", b, NULL)
 			|| !lease_unlock(dir, true))
 		{
@@ -738,20 +868,30 @@ move_batch(Server *dir, Batch *b, long long *moved)
 
 	if (strcmp(b->state, "done") != 0)
 	{
-		/* online: the subscription copies the rows and streams their changes while writes go on */
-		if (one && strcmp(b->state, "copying") == 0 && options.online
+		/* online: copied from the slot's snapshot, then streamed, while writes go on */
+		if (strcmp(b->state, "copying") == 0 && options.online
 			&& online_usable(src, tgt, tables, ntables, &target))
 		{
 			double		t0 = now_seconds();
+			Verdict		v;
+			int			caught_up;
 
-			if (delete_rows(tgt, tables, ntables, &target) < 0
-				|| !online_subscribe(dir, src, tgt, tables, ntables, &target, step)
-				|| !lease_record(dir, b, "subscribed", -1, -1))
+			if (delete_rows(tgt, tables, ntables, &target) < 0)
+				goto give_back;
+			v = online_subscribe(dir, src, tgt, tables, ntables, &target, b, &copied);
+			if (v == VERDICT_DIFFERENT)
+				goto failed;
+			if (v != VERDICT_SAME || !lease_record(dir, b, "subscribed", -1, -1))
 				goto give_back;
 			progress = "subscribed";
 			crash_point("subscribed");
-			if (!online_wait_caught_up(src, tgt, step, ntables))
+			online_test_pause();
+			if ((caught_up = online_wait_caught_up(src, tgt, step, ntables)) != 1)
+			{
+				if (caught_up == ONLINE_CANNOT_APPLY)
+					goto failed;
 				goto give_back;
+			}
 			online = true;
 			t_stream = now_seconds() - t0;
 		}
@@ -765,44 +905,34 @@ move_batch(Server *dir, Batch *b, long long *moved)
 			crash_point("fenced");
 		}
 		t_fence = now_seconds();
-		if (src->has_wait_fence)
-		{
-			char	   *id = format_text("%lld", migration.id);
-			const char *params[3] = {migration.directory, id, b->step_list};
-			PGresult   *res = query(src, format_text("SELECT %s.chash_shard_wait_fence($1, $2::bigint, $3::int[])",
-													 src->schema), 3, params);
-
-			free(id);
-			if (res == NULL)
-				goto give_back;
-			PQclear(res);
-		}
-		else if (!wait_replica(src, b, "{fenced,done}", "fence"))
+		if (src->has_wait_fence ? !wait_fence(dir, src, b) : !wait_replica(dir, src, b, "{fenced,done}", "fence"))
 			goto give_back;
 		/* the target's replica at the fence too: it reads the same pins */
-		if (!wait_replica(tgt, b, "{fenced,done}", "fence"))
+		if (!wait_replica(dir, tgt, b, "{fenced,done}", "fence"))
 			goto give_back;
 		if (stop_requested)
 			goto give_back;
+		/* the copy first deletes what an earlier try left on the target */
+		if (!online && strcmp(progress, "fenced") == 0 && !shards_agree(dir, src, tgt, b))
+			goto retry;
 
 		/* 2 and 3 */
 		t_copy0 = now_seconds();
 		if (online)
 		{
-			/* the target has applied every write the source took; then verified */
-			Verdict		v = online_wait_applied(src, step) ?
-				verify_again(src, tgt, tables, ntables, &target, b, &rows) : VERDICT_ERROR;
+			/* the target has applied every write the source took; then the rows changed since the copy verified */
+			int			applied = online_wait_applied(src, tgt, step, ntables);
+			Verdict		v = applied != 1 ? VERDICT_ERROR : !copied.known
+				? verify_again(src, tgt, tables, ntables, &target, b, &rows)
+				: online_verify_tail(src, tgt, tables, ntables, &target, b, &copied, &rows);
 
-			if (v == VERDICT_DIFFERENT)
-			{
-				give_back(dir, src, tgt, tables, ntables, &target, b);
-				outcome = STEP_FAILED;
-				goto out;
-			}
+			if (applied == ONLINE_CANNOT_APPLY || v == VERDICT_DIFFERENT)
+				goto failed;
 			if (v != VERDICT_SAME || !advance_sequences(tgt, tables, ntables, &target)
-				|| !lease_record(dir, b, "copied", rows, -1))
+				|| !lease_record(dir, b, "copied", rows, copied.bytes))
 				goto give_back;
 			counters_add(rows, 0);
+			bytes = copied.bytes;
 			t_copy = now_seconds();
 			crash_point("copied");
 		}
@@ -850,10 +980,15 @@ move_batch(Server *dir, Batch *b, long long *moved)
 		goto retry;
 
 	/* the moved rows off the source, once it routes them to the target: one delete per table */
-	if (!wait_replica(src, b, "{done}", "completion"))
+	if (!wait_replica(dir, src, b, "{done}", "completion"))
 		goto retry;
 	if (!lease_lock(dir, b, "{done}"))
 		goto retry;
+	if (!shards_agree(dir, src, tgt, b))
+	{
+		rollback(dir);
+		goto retry;
+	}
 	t_delete = now_seconds();
 	if (delete_rows(src, tables, ntables, &target) < 0 || !lease_call(dir, "finish", b, NULL)
 		|| !lease_unlock(dir, true))
@@ -901,7 +1036,12 @@ move_batch(Server *dir, Batch *b, long long *moved)
 
 give_back:
 	give_back(dir, src, tgt, tables, ntables, &target, b);
-	outcome = stop_requested ? STEP_STOPPED : STEP_RETRY;
+	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
+	goto out;
+failed:
+	/* what cannot move as it is (said): given back once, and the mover stops */
+	give_back(dir, src, tgt, tables, ntables, &target, b);
+	outcome = STEP_FAILED;
 	goto out;
 refuse:
 	/*
@@ -916,6 +1056,7 @@ retry:
 	/* the leases run out and this or another mover takes the steps over */
 	outcome = stop_requested ? STEP_STOPPED : config_error ? STEP_FAILED : STEP_RETRY;
 out:
+	free(copied.source_xip);
 	free_tables(tables, ntables);
 	return outcome;
 }

@@ -135,11 +135,29 @@ chash_shard_fetch(PG_FUNCTION_ARGS)
 		}
 		PQclear(res);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
+		/*
+		 * A cancel (or any error) here stops the shard's query too: closing
+		 * the connection alone leaves a query that waits for a lock waiting
+		 * there, in the lock's queue.
+		 */
+		if (PQtransactionStatus(conn) == PQTRANS_ACTIVE)
+		{
+			PGcancel   *cancel = PQgetCancel(conn);
+			char		errbuf[256];
+
+			if (cancel != NULL)
+			{
+				(void) PQcancel(cancel, errbuf, sizeof(errbuf));
+				PQfreeCancel(cancel);
+			}
+		}
 		PQfinish(conn);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	PQfinish(conn);
 	return (Datum) 0;
 }
 

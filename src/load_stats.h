@@ -23,4 +23,7 @@ extern void load_stats_init(void);
 /* chash_collect's GUC (load_collect.c). */
 extern void load_collect_init(void);
 
+/* chash.load_tolerance, the 'load' plan's cap over a shard's share (planner.c). */
+extern double chash_load_tolerance;
+
 #endif

@@ -13,6 +13,7 @@
 #include "shard_failover.h"
 #include "load_stats.h"
 #include "shard_guard.h"
+#include "rebalance.h"
 
 PG_MODULE_MAGIC;
 
@@ -40,6 +41,12 @@ _PG_init(void)
 							"0 turns the bound off.  The directory database sends at least every wal_receiver_timeout / 2 of the shard.",
 							&chash_replica_max_silence, 0, 0, INT_MAX / 1000, PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
+	DefineCustomRealVariable("chash.load_tolerance",
+							 "How far over its share of the load a shard may be before the 'load' plan moves slots off it.",
+							 "A fraction of the share: 0.1 lets a shard carry 1.1 times its share, as the bounded-loads scheme's epsilon.",
+							 &chash_load_tolerance, 0.1, 0.0, 100.0, PGC_USERSET, 0, NULL, NULL, NULL);
+	/* the background rebalance's settings, job cap and launcher (rebalance.c) */
+	rebalance_init();
 	MarkGUCPrefixReserved("chash");
 
 	/*

@@ -21,11 +21,18 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+#include "load_stats.h"
 #include "planner.h"
 #include "shard_names.h"
 #include "states.h"
 
 PG_FUNCTION_INFO_V1(chash_plan_rebalance);
+
+/*
+ * chash.load_tolerance: how far over its share of the load a shard may be
+ * before the 'load' plan moves slots off it (docs/load.md).
+ */
+double		chash_load_tolerance = 0.1;
 
 /*
  * The directory's triggers keep these states out; reaching one takes
@@ -431,13 +438,19 @@ chash_plan_rebalance(PG_FUNCTION_ARGS)
 		status = planner_plan_slots(in.owners, in.slot_count, in.shards, in.nshards,
 									work, moves, &nmoves, NULL);
 	}
+	else if (load_mode)
+	{
+		work = MemoryContextAllocHuge(CurrentMemoryContext,
+									  planner_load_work_size(in.nshards, in.slot_count));
+		status = planner_plan_load(in.owners, in.slot_count, in.slot_load, in.fixed_load,
+								   in.shards, in.nshards, chash_load_tolerance,
+								   work, moves, &nmoves);
+	}
 	else
 	{
 		work = MemoryContextAllocHuge(CurrentMemoryContext,
 									  planner_bytes_work_size(in.nshards, in.slot_count));
-		status = planner_plan_bytes(in.owners, in.slot_count,
-									load_mode ? in.slot_load : in.slot_bytes,
-									load_mode ? in.fixed_load : in.fixed_bytes,
+		status = planner_plan_bytes(in.owners, in.slot_count, in.slot_bytes, in.fixed_bytes,
 									in.shards, in.nshards, work, moves, &nmoves);
 	}
 	report_planner_status(status, directory);

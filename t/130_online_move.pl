@@ -1,12 +1,15 @@
-# chash_move --online (README.md, "Online moves"): a whale of 200,000 rows
-# changes shard while a client writes to it; the client measures the
-# longest time any of its writes was refused (40001, or SH001 and a
-# route again), online and, for comparison, blocking.  The same for a slot
-# step of a 'pg_hash' directory, whose row filter is checked against
-# chash_tenant_slot.  A mover killed while its subscription catches up is
-# rerun: it takes over, finishes and drops what the dead run created.
-# Every acknowledged write ends exactly once on the new shard, and no
-# replication object of the mover is left on any node.
+# chash_move --online (README.md, "Online moves"; docs/shards.md): a whale
+# of 200,000 rows changes shard while a client writes to it; the client
+# measures the longest time any of its writes was refused (40001, or SH001
+# and a route again), online and, for comparison, blocking.  The same for
+# slot steps of every slot method ('pg_hash' with a slot of 200,000 rows,
+# 'xxh64', 'jump', 'redis'), which stream through output plugin chash.  A
+# mover killed while its subscription catches up is rerun: it takes over,
+# finishes and drops what the dead run created.  Every acknowledged write
+# ends exactly once on the new shard, and no replication object of the
+# mover is left on any node.  A step whose changes the target cannot apply
+# (a unique violation, DDL on the source mid-stream, a column dropped on
+# the target) is given back once, with the target's error.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -19,8 +22,18 @@ use IPC::Run;
 use Time::HiRes qw(time usleep);
 
 my $whale_rows = 200_000;
+# the target's errors are read from its log (logging_collector)
 my $replication = "max_replication_slots = 16\nmax_wal_senders = 16\n"
-  . "max_logical_replication_workers = 8\nmax_worker_processes = 16\n";
+  . "max_logical_replication_workers = 8\nmax_worker_processes = 16\n"
+  . "logging_collector = on\nlog_directory = 'log'\n";
+
+# each directory's table: (table, tenant column, key type)
+my %dirs = (
+	orgs => [ 'accounts', 'org_id', 'text' ],
+	items => [ 'items', 'tenant_id', 'bigint' ],
+	jumps => [ 'things', 'tenant_id', 'bigint' ],
+	reds => [ 'notes', 'org', 'text' ]);
+my @dirs = sort keys %dirs;
 
 my $dir = new_node('directory', logical => 1, conf => $replication);
 my %shard;
@@ -32,6 +45,8 @@ for my $name (qw(s1 s2 s3))
         CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
         CREATE TABLE items (tenant_id bigint, id bigint, payload text, PRIMARY KEY (tenant_id, id));
         CREATE INDEX ON items (chash_tenant_slot(tenant_id, 8, 'pg_hash'));
+        CREATE TABLE things (tenant_id bigint, id bigint, payload text, PRIMARY KEY (tenant_id, id));
+        CREATE TABLE notes (org text, id bigint, payload text, PRIMARY KEY (org, id));
     });
 }
 
@@ -43,8 +58,12 @@ $dir->safe_psql('postgres', q{
     SELECT chash_pin('orgs', 'whale', 's1');
     SELECT chash_create_directory('items', ARRAY['s1', 's2'], 8, 'pg_hash', key_type => 'bigint');
     SELECT chash_add_table('items', 'public.items', 'tenant_id');
+    SELECT chash_create_directory('jumps', ARRAY['s1', 's2'], 32, 'jump', key_type => 'bigint');
+    SELECT chash_add_table('jumps', 'public.things', 'tenant_id');
+    SELECT chash_create_directory('reds', ARRAY['s1', 's2'], 16384, 'redis');
+    SELECT chash_add_table('reds', 'public.notes', 'org');
 });
-for my $d (qw(orgs items))
+for my $d (@dirs)
 {
 	for my $name (qw(s1 s2))
 	{
@@ -58,14 +77,14 @@ for my $d (qw(orgs items))
 sub join_shard
 {
 	my ($name) = @_;
-	for my $d (qw(orgs items))
+	for my $d (@dirs)
 	{
 		$shard{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('$d', '$name', '$dirconn')});
 		wait_applied($shard{$name});
 	}
 	is($shard{$name}->safe_psql('postgres',
 			q{SELECT string_agg(directory || ' ' || guarded_tables::text, ', ' ORDER BY directory) FROM chash_shard_status}),
-		'items {public.items}, orgs {public.accounts}', "$name guards both tables");
+		'items {public.items}, jumps {public.things}, orgs {public.accounts}, reds {public.notes}', "$name guards every table");
 }
 
 sub wait_applied
@@ -80,9 +99,7 @@ join_shard($_) for qw(s1 s2);
 # pinned tenant whose rows must stay.
 {
 	my $c = $shard{s3}->connstr('postgres');
-	$dir->safe_psql('postgres', qq{
-        SELECT chash_add_shard('orgs', 's3', server => \$\$$c\$\$);
-        SELECT chash_add_shard('items', 's3', server => \$\$$c\$\$);});
+	$dir->safe_psql('postgres', qq{SELECT chash_add_shard('$_', 's3', server => \$\$$c\$\$)}) for @dirs;
 	join_shard('s3');
 }
 my ($hash_slot, $hash_from) = split /\|/,
@@ -112,6 +129,10 @@ for my $name (qw(s1 s2))
         INSERT INTO items SELECT t, 1, 'initial' FROM generate_series(-3000, 3000) t
          WHERE chash_tenant_slot(t, 8, 'pg_hash') <> $hash_slot
            AND chash_route('items', t) = current_setting('chash_test.shard');
+        INSERT INTO things SELECT t * 7919, i, 'initial' FROM generate_series(1, 400) t, generate_series(1, 5) i
+         WHERE chash_route('jumps', t * 7919) = current_setting('chash_test.shard');
+        INSERT INTO notes SELECT 'n' || t, i, 'initial' FROM generate_series(1, 400) t, generate_series(1, 5) i
+         WHERE chash_route('reds', 'n' || t) = current_setting('chash_test.shard');
         ANALYZE;});
 }
 my $slot_rows = $shard{$hash_from}->safe_psql('postgres', qq{
@@ -163,7 +184,8 @@ my $next_id = 1_000_000;
 sub write_one
 {
 	my ($d, $tenant) = @_;
-	my ($table, $column, $literal) = $d eq 'orgs' ? ('accounts', 'org_id', "'$tenant'") : ('items', 'tenant_id', $tenant);
+	my ($table, $column, $type) = @{ $dirs{$d} };
+	my $literal = $type eq 'text' ? "'$tenant'" : $tenant;
 	my $r = rand();
 	my ($kind, $id) = $r < 0.6 ? ('insert', $next_id++) : $r < 0.9 ? ('update', 1 + int(rand(5))) : ('delete', undef);
 	if ($kind eq 'delete')
@@ -246,7 +268,7 @@ sub check_rows
 {
 	my ($name, $d, $where, $mine, $initial) = @_;
 	wait_applied($_) for values %shard;
-	my ($table, $column) = $d eq 'orgs' ? ('accounts', 'org_id') : ('items', 'tenant_id');
+	my ($table, $column) = @{ $dirs{$d} };
 	my %found;
 	for my $s (sort keys %shard)
 	{
@@ -387,29 +409,52 @@ check_rows('small tenants', 'orgs', q{org_id <> 'whale'}, $is_small, 500);
 check_no_replication_objects('after the takeover');
 is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
 
-# ---- slot steps of an 'xxh64' directory fall back to blocking, said once ----
-$m = $dir->safe_psql('postgres', q{SELECT chash_migration_start('orgs', 'slots', 3)});
-($rc, $err) = move_while_writing([ '--online', '--migration', $m ], $whale_or_small);
-is($rc, 0, 'the xxh64 slot steps are moved');
-my $said = () = $err =~ /warning: slot steps of slot method "xxh64" are moved with writes blocked/g;
-is($said, 1, 'with --online, the fallback to blocking is said once');
-unlike($err, qr/ online, /, 'no slot step of the xxh64 directory moved online');
-check_rows('xxh64 slot steps', 'orgs', q{org_id <> 'whale'}, $is_small, 500);
-check_no_replication_objects('after the xxh64 slot steps');
+# ---- slot steps of 'xxh64', 'jump' and 'redis' directories, online through plugin chash ----
+# A client writes to the tenants of the moving slots (and a few others).
+sub slot_steps_online
+{
+	my ($d, $nslots, $where, $mine, $initial) = @_;
+	my ($table, $column, $type) = @{ $dirs{$d} };
+	my $m = $dir->safe_psql('postgres', qq{SELECT chash_migration_start('$d', 'slots', $nslots)});
+	my @all = $d eq 'orgs' ? map { "org-$_" } 1 .. 500 : $d eq 'jumps' ? map { $_ * 7919 } 1 .. 400 : map { "n$_" } 1 .. 400;
+	my $list = join(',', map { $type eq 'text' ? "'$_'" : $_ } @all);
+	my @moving = split /\n/, $dir->safe_psql('postgres', qq{
+        SELECT t FROM unnest(ARRAY[$list]::$type\[]) t
+         WHERE chash_slot('$d', t::text) IN (SELECT slot FROM chash_migration_step WHERE migration = $m)
+           AND NOT EXISTS (SELECT FROM chash_override o WHERE o.directory = '$d' AND o.tenant = t::text)});
+	ok(@moving > 0, "$d: the " . scalar(@moving) . " tenants of $nslots moving slots get writes");
+	my $pick = sub { rand() < 0.9 && @moving ? ($d, $moving[ int(rand(@moving)) ]) : ($d, $all[ int(rand(@all)) ]) };
+	my ($rc, $err, $longest) = move_while_writing([ '--online', '--migration', $m ], $pick);
+	is($rc, 0, "$d: the online slot steps are moved");
+	# one line a step, or a batch of slot steps of one shard pair in one round (one slot, one subscription)
+	my $online = 0;
+	$online += $1 // 1 while $err =~
+	  /(?:step \d+: slot \d+|steps \d+-\d+ \(a batch of (\d+)\): \d+ slots) s\d -> s3 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_\d+"\), \d+ rows/g;
+	is($online, $nslots, "$d: every slot step moved online");
+	my $pairs = $dir->safe_psql('postgres',
+		"SELECT count(DISTINCT (from_shard, to_shard)) FROM chash_migration_step WHERE migration = $m");
+	my $rounds = () = $err =~ / online \(replication slot /g;
+	is($rounds, $pairs, "$d: one online round per shard pair ($pairs), its steps a batch");
+	unlike($err, qr/moved with writes blocked/, "$d: none fell back to blocking");
+	ok($longest <= 1, sprintf("$d: the longest refusal of a write was %.3f s (at most 1 s)", $longest));
+	check_rows("$d slot steps", $d, $where, $mine, $initial);
+	check_no_replication_objects("after the $d slot steps");
+	is($shard{s1}->safe_psql('postgres', 'SELECT count(*) FROM chash_decoding_filter')
+		  + $shard{s2}->safe_psql('postgres', 'SELECT count(*) FROM chash_decoding_filter'), 0,
+		"$d: no decoding filter is left");
+}
+slot_steps_online('orgs', 3, q{org_id <> 'whale'}, $is_small, 500);
+slot_steps_online('jumps', 3, 'true', sub { 1 }, 2000);
+slot_steps_online('reds', 3, 'true', sub { 1 }, 2000);
 
 # ---- a slot step of the 'pg_hash' directory, online ----
 $m = $dir->safe_psql('postgres', q{SELECT chash_migration_start('items', 'slots', 1)});
 is($dir->safe_psql('postgres', "SELECT slot || ' ' || from_shard || ' ' || to_shard FROM chash_migration_step WHERE migration = $m"),
 	"$hash_slot $hash_from s3", 'the step moves the loaded slot to s3');
 my @movers = @slot_tenants[ 1 .. 200 ];
-my $filter;
-my $capture = sub {
-	$filter //= $shard{$hash_from}->safe_psql('postgres',
-		"SELECT rowfilter FROM pg_publication_tables WHERE pubname LIKE 'chash\\_move\\_%\\_${m}\\_1'") || undef;
-};
 my $slot_writes = sub { rand() < 0.1 ? ('items', $pinned) : ('items', $movers[ int(rand(@movers)) ]) };
 my $hashed;
-($rc, $err, $hashed) = move_while_writing([ '--online', '--directory', 'items' ], $slot_writes, watch => $capture);
+($rc, $err, $hashed) = move_while_writing([ '--online', '--directory', 'items' ], $slot_writes);
 is($rc, 0, 'the online slot move exits 0');
 like($err, qr/step 1: slot $hash_slot $hash_from -> s3 online \(replication slot "chash_move_[0-9a-f]{8}_${m}_1"\), \d+ rows/, 'it moved the slot online');
 ok($hashed <= 1, sprintf("'pg_hash' slot step online: the longest refusal of a write was %.3f s (at most 1 s)", $hashed));
@@ -422,28 +467,114 @@ is($shard{s3}->safe_psql('postgres', "SET chash.bypass_guard = on; SELECT count(
 	'none of the pinned tenant\'s rows moved with its slot');
 check_no_replication_objects("after the 'pg_hash' slot move");
 
-# The row filter the mover wrote, against chash_tenant_slot on keys across
-# the whole bigint range (negative hashes included); the same arithmetic
-# with the text and uuid hash functions against their chash_tenant_slot.
-ok(defined $filter, 'the publication\'s row filter was seen while it streamed');
-$filter //= 'false';
-my $pins = "tenant_id = $pinned";
-is($dir->safe_psql('postgres', qq{
-    SELECT count(*) FROM (SELECT g * 4611686018427387 + (g % 7) AS tenant_id FROM generate_series(-2000, 2000) g
-                          UNION ALL SELECT g FROM generate_series(-50000, 50000) g) k
-     WHERE ($filter) IS DISTINCT FROM (chash_tenant_slot(tenant_id, 8, 'pg_hash') = $hash_slot AND NOT ($pins))}),
-	'0', 'the row filter is the slot of chash_tenant_slot for bigint keys, without the pinned tenant');
-note "row filter: $filter";
-(my $unpinned = $filter) =~ s/tenant_id = ANY \(ARRAY\[[^\]]*\]\)/false/;
-for my $case ([ 'text', 'hashtextextended', q{'org-' || g} ], [ 'uuid', 'uuid_hash_extended', q{md5(g::text)::uuid} ])
+# ---- an online step whose changes the target cannot apply ----
+# The tenant 'victim' moves online; once its subscription streams (the
+# mover holds there 3 s) the source takes a change the target cannot
+# apply.  The mover gives the step back once, with the target's error,
+# and exits 1: no wait for ever, no second try, nothing left behind.
+my $victim_rows = 2000;
 {
-	my ($type, $hash, $key) = @$case;
-	(my $f = $unpinned) =~ s/hashint8extended\(tenant_id,/$hash(tenant_id,/;
-	is($dir->safe_psql('postgres', qq{
-        SELECT count(*) FROM (SELECT $key AS tenant_id FROM generate_series(-20000, 20000) g) k
-         WHERE ($f) IS DISTINCT FROM (chash_tenant_slot(tenant_id, 8, 'pg_hash') = $hash_slot)}),
-		'0', "the same arithmetic with the $type hash is chash_tenant_slot of $type keys");
+	my $at = $route_orgs->('victim');
+	$shard{$at}->safe_psql('postgres',
+		"INSERT INTO accounts SELECT 'victim', i, 'initial' FROM generate_series(1, $victim_rows) i");
 }
+sub cannot_apply
+{
+	my ($label, $break, $mend, $expect) = @_;
+	my $from = $route_orgs->('victim');
+	my $to = $from eq 's3' ? 's2' : 's3';
+	my $m = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', 'victim', '$to')});
+	my ($out, $err) = ('', '');
+	local $ENV{CHASH_MOVE_PAUSE_SUBSCRIBED} = 3;
+	my $h = IPC::Run::start([ 'chash_move', '--verbose', '--lease', '2', '--online', '--migration', $m, $dir->connstr('postgres') ],
+		'>', \$out, '2>', \$err, IPC::Run::timeout(180));
+	$shard{$to}->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_subscription WHERE subname LIKE 'chash\\_move\\_%\\_${m}\\_1'")
+	  or die "$label: no subscription";
+	$break->($from, $to);
+	$h->finish;
+	my $rc = $h->full_result >> 8;
+	note "chash_move ($label): $rc\n$err";
+	is($rc, 1, "$label: the mover exits 1");
+	$expect = qr/error: shard "$to" cannot apply the step's changes: $expect/ unless ref $expect eq 'CODE';
+	$expect = $expect->($to) if ref $expect eq 'CODE';
+	my $said = () = $err =~ /$expect/g;
+	is($said, 1, "$label: the error is said once");
+	my $errors = () = $err =~ /^chash_move: error:/mg;
+	is($errors, 1, "$label: and nothing else fails: the step is not tried again");
+	is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m"), 'pending',
+		"$label: the step is given back");
+	is($route_orgs->('victim'), $from, "$label: the tenant still routes to its shard");
+	check_no_replication_objects($label);
+	is($shard{$to}->safe_psql('postgres', "SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = 'victim'"), '0',
+		"$label: none of its rows is left on the target");
+	is($shard{$from}->safe_psql('postgres', "SELECT count(*) >= $victim_rows FROM accounts WHERE org_id = 'victim'"), 't',
+		"$label: its rows are on the source");
+	$mend->($from, $to);
+	$dir->safe_psql('postgres', "SELECT chash_migration_cancel($m)");
+}
+
+# a unique index of the target's that a row streamed after the copy breaks
+cannot_apply('a unique violation in the apply',
+	sub {
+		my ($from, $to) = @_;
+		$shard{$to}->safe_psql('postgres', q{CREATE UNIQUE INDEX accounts_once ON accounts (payload) WHERE payload = 'once'});
+		$shard{$to}->safe_psql('postgres', q{SET chash.bypass_guard = on; INSERT INTO accounts VALUES ('other', 1, 'once')});
+		$shard{$from}->safe_psql('postgres', q{INSERT INTO accounts VALUES ('victim', 5000000, 'once')});
+	},
+	sub {
+		my ($from, $to) = @_;
+		$shard{$to}->safe_psql('postgres', q{DROP INDEX accounts_once; SET chash.bypass_guard = on; DELETE FROM accounts WHERE org_id = 'other'});
+		$shard{$from}->safe_psql('postgres', q{DELETE FROM accounts WHERE org_id = 'victim' AND id = 5000000});
+	},
+	qr/duplicate key value violates unique constraint "accounts_once"/);
+
+# DDL on the source mid-stream: a column the target does not have
+cannot_apply('DDL on the source mid-stream',
+	sub {
+		my ($from, $to) = @_;
+		$shard{$from}->safe_psql('postgres', q{
+            ALTER TABLE accounts ADD COLUMN note text;
+            INSERT INTO accounts VALUES ('victim', 5000001, 'after the DDL', 'noted');});
+	},
+	sub {
+		my ($from, $to) = @_;
+		$shard{$from}->safe_psql('postgres', q{
+            DELETE FROM accounts WHERE org_id = 'victim' AND id = 5000001;
+            ALTER TABLE accounts DROP COLUMN note;});
+	},
+	qr/logical replication target relation "public.accounts" is missing replicated column: "note"/);
+
+# rows changed on the target behind the mover's back while it streams:
+# the verification of the rows changed since the copy sees a copied row
+# gone, and a row there twice
+cannot_apply('a copied row deleted on the target',
+	sub {
+		my ($from, $to) = @_;
+		$shard{$to}->safe_psql('postgres', q{SET chash.bypass_guard = on; DELETE FROM accounts WHERE org_id = 'victim' AND id = 7});
+	},
+	sub { },
+	sub { qr/error: verification failed for step 1 of migration \d+: table "public.accounts" differs between shard "s\d" and shard "$_[0]"/ });
+cannot_apply('a row added on the target',
+	sub {
+		my ($from, $to) = @_;
+		$shard{$to}->safe_psql('postgres', q{SET chash.bypass_guard = on; INSERT INTO accounts VALUES ('victim', 6000000, 'extra')});
+	},
+	sub { },
+	sub { qr/error: verification failed for step 1 of migration \d+: table "public.accounts" differs between shard "s\d" and shard "$_[0]"/ });
+
+# a column dropped on the target mid-stream
+cannot_apply('a column missing on the target',
+	sub {
+		my ($from, $to) = @_;
+		$shard{$to}->safe_psql('postgres', q{ALTER TABLE accounts DROP COLUMN payload});
+		$shard{$from}->safe_psql('postgres', q{UPDATE accounts SET payload = 'changed' WHERE org_id = 'victim' AND id = 1});
+	},
+	sub {
+		my ($from, $to) = @_;
+		$shard{$to}->safe_psql('postgres', q{ALTER TABLE accounts ADD COLUMN payload text});
+	},
+	qr/logical replication target relation "public.accounts" is missing replicated column: "payload"/);
 
 $_->{h}->kill_kill for values %session;
 done_testing();

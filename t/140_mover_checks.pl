@@ -443,7 +443,7 @@ sub sequences_below
 	($pid) = $pid =~ /(\d+)\s*$/;
 	my $m = move_tenant('t6', 's2');
 	my ($rc, $err, $after) = run_mover([ '--online', '--migration', $m, $conn_a ], signal => [ 'TERM', 10 ]);
-	like($err, qr/waiting \d+ s on shard "s1" for SELECT pg_catalog\.pg_create_logical_replication_slot.*: blocked by process $pid \(database b, user \S+, idle in transaction/,
+	like($err, qr/waiting \d+ s on shard "s1" for CREATE_REPLICATION_SLOT .*: blocked by process $pid \(database b, user \S+, idle in transaction/,
 		"while it waits for the slot, it says which process it waits for ($pid)");
 	ok((() = $err =~ /blocked by process $pid/g) >= 2, 'and says it again every few seconds');
 	is($rc, 1, 'SIGTERM: exit 1');

@@ -25,12 +25,7 @@ $dir->safe_psql('postgres', q{
     SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 64);
     SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
 });
-for my $name (sort keys %shard)
-{
-	my $c = $shard{$name}->connstr('postgres');
-	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
-	$shard{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', '$name', '$dirconn')});
-}
+join_shards($dir, $dirconn, 'orgs', \%shard);
 ok(shard_applied($dir, $shard{$_}), "$_ has applied the directory") for sort keys %shard;
 
 # 90 small tenants, 3 rows each, one SELECT each; the whale: 600 rows and

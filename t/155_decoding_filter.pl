@@ -19,17 +19,6 @@ my $conf = "max_replication_slots = 8\nmax_wal_senders = 8\n";
 my $source = new_node('source', logical => 1, conf => $conf);
 my $target = new_node('target', logical => 1, conf => $conf);
 
-# Servers whose PostgreSQL lists the libraries a logical slot may decode
-# with (output_plugin_libraries) must name chash there.
-for my $node ($source, $target)
-{
-	next unless $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'");
-	my $libraries = $node->safe_psql('postgres', "SELECT current_setting('output_plugin_libraries')");
-	$node->append_conf('postgresql.conf', "output_plugin_libraries = '$libraries, chash'");
-	$node->reload;
-}
-
 # One directory per slot method, each with a table of its own, on the
 # source (a directory database may be a shard too).
 my %case = (

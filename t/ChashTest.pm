@@ -14,10 +14,11 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied);
+our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied join_shards allow_chash_plugin);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
-# directory database, or a shard the mover's online moves read from);
+# directory database, or a shard the mover's online moves read from, whose
+# slots may decode with plugin chash);
 # preload => 1 (shared_preload_libraries = 'chash': the guard's statement
 # check needs the library in every session, docs/shards.md); conf => text
 # for postgresql.conf.
@@ -29,6 +30,7 @@ sub new_node
 	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'chash'") if $opt{preload};
 	$node->append_conf('postgresql.conf', $opt{conf}) if defined $opt{conf};
 	$node->start;
+	allow_chash_plugin($node) if $opt{logical};
 	return $node;
 }
 
@@ -80,6 +82,21 @@ sub create_sql_helpers
 	return;
 }
 
+# Joins each shard of %$shards (name => node) to $directory on $dir, in
+# name order, after setting its server (chash_shard.server) to the node's
+# postgres database.  $dirconn is what publish_directory returned.
+sub join_shards
+{
+	my ($dir, $dirconn, $directory, $shards) = @_;
+	for my $name (sort keys %$shards)
+	{
+		my $c = $shards->{$name}->connstr('postgres');
+		$dir->safe_psql('postgres', qq{SELECT chash_set_shard('$directory', '$name', server => \$\$$c\$\$)});
+		$shards->{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('$directory', '$name', '$dirconn')});
+	}
+	return;
+}
+
 # Waits until $shard (its postgres database, which has joined at least one
 # directory) has applied the directory database $dir: every directory it
 # joined is synced, at the version the directory has on $dir now.  Returns
@@ -94,6 +111,23 @@ sub shard_applied
 	return $shard->poll_query_until('postgres', qq{
         SELECT bool_and(synced) AND string_agg(directory || ':' || replicated_version, ',' ORDER BY directory) = '$want'
         FROM chash_shard_status});
+}
+
+# Lets logical slots of the nodes decode with output plugin chash (online
+# moves, docs/shards.md): servers whose PostgreSQL lists the libraries a
+# slot may use (output_plugin_libraries) must name chash there.
+sub allow_chash_plugin
+{
+	my (@nodes) = @_;
+	for my $node (@nodes)
+	{
+		next unless $node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'");
+		my $libraries = $node->safe_psql('postgres', "SELECT current_setting('output_plugin_libraries')");
+		$node->append_conf('postgresql.conf', "output_plugin_libraries = '$libraries, chash'");
+		$node->reload;
+	}
+	return;
 }
 
 1;

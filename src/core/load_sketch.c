@@ -75,6 +75,8 @@ load_sketch_clear(load_sketch *s, double now)
 
 	s->used = 0;
 	s->landmark = now;
+	s->last_exponent = 0;
+	s->last_factor = 1;
 	for (int32_t i = 0; i < s->nbuckets; i++)
 		buckets[i] = -1;
 }
@@ -116,22 +118,6 @@ heap_swap(load_sketch *s, int32_t a, int32_t b)
 	heap[b] = t;
 	entries[heap[a].entry].heap_pos = a;
 	entries[heap[b].entry].heap_pos = b;
-}
-
-static void
-sift_up(load_sketch *s, int32_t pos)
-{
-	heap_node  *heap = HEAP(s);
-
-	while (pos > 0)
-	{
-		int32_t		parent = (pos - 1) / 2;
-
-		if (heap[parent].score <= heap[pos].score)
-			break;
-		heap_swap(s, parent, pos);
-		pos = parent;
-	}
 }
 
 static void
@@ -177,6 +163,27 @@ link_entry(load_sketch *s, int32_t i)
 	*bucket = i;
 }
 
+/*
+ * The heap is kept only once the sketch is full, when an eviction needs
+ * the least entry: below capacity an event costs no heap work (and no
+ * cache misses on the heap), and filling up builds it in O(K).
+ */
+static void
+build_heap(load_sketch *s)
+{
+	heap_node  *heap = HEAP(s);
+	load_entry *entries = ENTRIES(s);
+
+	for (int32_t i = 0; i < s->used; i++)
+	{
+		heap[i].score = entries[i].score;
+		heap[i].entry = i;
+		entries[i].heap_pos = i;
+	}
+	for (int32_t i = s->used / 2 - 1; i >= 0; i--)
+		sift_down(s, i);
+}
+
 /* Moves the landmark to now, dividing every stored score by the factor. */
 static void
 renormalize(load_sketch *s, double now)
@@ -188,7 +195,8 @@ renormalize(load_sketch *s, double now)
 	{
 		entries[i].score /= factor;
 		entries[i].error /= factor;
-		HEAP(s)[i].score /= factor;
+		if (s->used == s->capacity)
+			HEAP(s)[i].score /= factor;
 	}
 	s->landmark = now;
 }
@@ -210,7 +218,7 @@ load_sketch_add(load_sketch *s, uint64_t hash, const char *key, uint32_t len,
 	double		exponent = (now - s->landmark) / s->half_life;
 	double		weight;
 	int32_t		i;
-	int			appended = 0;
+	int			full = s->used == s->capacity;
 
 	/* a clock that went back weighs the event as at the landmark */
 	if (exponent < 0)
@@ -220,7 +228,12 @@ load_sketch_add(load_sketch *s, uint64_t hash, const char *key, uint32_t len,
 		renormalize(s, now);
 		exponent = 0;
 	}
-	weight = amount * exp2(exponent);
+	if (exponent != s->last_exponent)
+	{
+		s->last_exponent = exponent;
+		s->last_factor = exp2(exponent);
+	}
+	weight = amount * s->last_factor;
 
 	i = find_entry(s, hash, key, len);
 	if (i >= 0)
@@ -228,18 +241,18 @@ load_sketch_add(load_sketch *s, uint64_t hash, const char *key, uint32_t len,
 		entries[i].score += weight;
 		entries[i].slot = slot;
 		load_counts_add(&entries[i].counts, delta);
-		HEAP(s)[entries[i].heap_pos].score = entries[i].score;
-		sift_down(s, entries[i].heap_pos);
+		if (full)
+		{
+			HEAP(s)[entries[i].heap_pos].score = entries[i].score;
+			sift_down(s, entries[i].heap_pos);
+		}
 		return;
 	}
-	if (s->used < s->capacity)
+	if (!full)
 	{
 		i = s->used++;
 		entries[i].error = 0;
 		entries[i].score = weight;
-		entries[i].heap_pos = i;
-		HEAP(s)[i].entry = i;
-		appended = 1;
 	}
 	else
 	{
@@ -256,11 +269,13 @@ load_sketch_add(load_sketch *s, uint64_t hash, const char *key, uint32_t len,
 	memset(&entries[i].counts, 0, sizeof(load_counts));
 	load_counts_add(&entries[i].counts, delta);
 	link_entry(s, i);
-	HEAP(s)[entries[i].heap_pos].score = entries[i].score;
-	if (appended)
-		sift_up(s, entries[i].heap_pos);
-	else
+	if (full)
+	{
+		HEAP(s)[entries[i].heap_pos].score = entries[i].score;
 		sift_down(s, entries[i].heap_pos);
+	}
+	else if (s->used == s->capacity)
+		build_heap(s);
 }
 
 double

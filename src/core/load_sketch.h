@@ -14,8 +14,9 @@
  * nears the range of a double, that is once every 256 half-lives.
  *
  * The sketch lives in one block of caller memory without pointers (it is
- * placed in shared memory): entries, a min-heap of entry numbers by score,
- * and hash buckets of entry chains, found by offsets from the header.
+ * placed in shared memory): entries, a min-heap of entry numbers by score
+ * (kept only once the sketch is full), and hash buckets of entry chains,
+ * found by offsets from the header.
  * Tenants are known by a 64-bit hash and their length; the first
  * LOAD_KEY_MAX bytes are kept to be shown.
  */
@@ -59,6 +60,9 @@ typedef struct load_sketch
 	int32_t		nbuckets;		/* a power of two */
 	double		half_life;		/* seconds */
 	double		landmark;		/* seconds: where an event weighs 1 */
+	/* the last exponent an event was weighed at and its 2^exponent */
+	double		last_exponent;
+	double		last_factor;
 	/* entries, heap and buckets follow, at these offsets from the header */
 	size_t		entries_off;
 	size_t		heap_off;
@@ -85,7 +89,9 @@ void		load_sketch_clear(load_sketch *sketch, double now);
 /*
  * Counts an event of a tenant: amount adds to its score (weighed by the
  * time now, in seconds, on the clock of the landmark), delta to its
- * counts.  The tenant takes the least entry when it has none.
+ * counts.  The tenant takes the least entry when it has none.  Events at
+ * the same time as the last one reuse its weight (no exp2): a caller that
+ * rounds its times gets that for most events.
  */
 void		load_sketch_add(load_sketch *sketch, uint64_t hash, const char *key, uint32_t len,
 							int32_t slot, double amount, const load_counts *delta, double now);

@@ -27,6 +27,16 @@
  * the number of slots on non-active shards and never raises D (see
  * planner_plan_bytes).  The plan stops at a local optimum: no remaining
  * single move of an unmoved slot would lower D.
+ *
+ * 'load': bounded loads (Mirrokni, Thorup, Zadimoghaddam) over the same
+ * figures.  A shard's cap is (1 + tolerance) x target; only a shard over
+ * its cap gives, only to a shard that stays within its cap, and only a
+ * slot with 0 < b < e_d - e_r, so every move lowers D and the total load
+ * over the caps, and a shard within its cap never gives.  To bring a donor
+ * within its cap in few moves it gives a slot that does it at once when
+ * one fits (the one closest to half the gap), else its largest slot that
+ * fits: without the receivers' caps that is the fewest moves possible,
+ * since no k slots weigh more than the k largest.
  */
 #include "planner.h"
 
@@ -60,6 +70,8 @@ planner_status_message(planner_status status)
 			return "no active shard with a positive weight";
 		case PLANNER_WEIGHT_SUM_TOO_LARGE:
 			return "active weights sum to more than the largest double";
+		case PLANNER_BAD_TOLERANCE:
+			return "tolerance is not finite and non-negative";
 	}
 	return "unknown status";
 }
@@ -499,25 +511,30 @@ move_slot(const sized_slot *sorted, int32_t p, int32_t from, int32_t to,
 	left[p + 1] = p;
 }
 
-planner_status
-planner_plan_bytes(const int32_t *owners, int32_t slot_count,
-				   const double *slot_bytes, const double *fixed_bytes,
-				   const planner_shard *shards, int32_t nshards,
-				   void *work, planner_move *moves, int32_t *nmoves)
+/*
+ * What the 'bytes' and 'load' plans share: shard loads and targets, the
+ * slots sorted by owner then size, the segment of each owner, the two
+ * forests of remaining positions.  The sizes are checked here.
+ */
+typedef struct sized_plan
 {
-	sized_slot *sorted = (sized_slot *) work;
-	double	   *load = (double *) (sorted + slot_count);
-	double	   *target = load + nshards;
-	int32_t    *start = (int32_t *) (target + nshards);
-	int32_t    *order = start + nshards + 1;
-	int32_t    *right = order + nshards;
-	int32_t    *left = right + slot_count + 1;
+	sized_slot *sorted;
+	double	   *load;
+	double	   *target;
+	int32_t    *start;
+	int32_t    *right;
+	int32_t    *left;
+} sized_plan;
+
+static planner_status
+sized_plan_setup(sized_plan *p, const int32_t *owners, int32_t slot_count,
+				 const double *slot_bytes, const double *fixed_bytes,
+				 const planner_shard *shards, int32_t nshards)
+{
 	double		total = 0,
 				weight;
-	int32_t		n = 0;
 	planner_status status;
 
-	*nmoves = 0;
 	status = check_directory(shards, nshards, slot_count, owners, &weight);
 	if (status != PLANNER_OK)
 		return status;
@@ -529,52 +546,95 @@ planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 			return PLANNER_BAD_BYTES;
 
 	for (int32_t i = 0; i < nshards; i++)
-		load[i] = fixed_bytes[i];
+		p->load[i] = fixed_bytes[i];
 	for (int32_t s = 0; s < slot_count; s++)
-		load[owners[s]] += slot_bytes[s];
+		p->load[owners[s]] += slot_bytes[s];
 	for (int32_t i = 0; i < nshards; i++)
-		total += load[i];
+		total += p->load[i];
 	for (int32_t i = 0; i < nshards; i++)
-		target[i] = shards[i].state == PLANNER_ACTIVE ?
+		p->target[i] = shards[i].state == PLANNER_ACTIVE ?
 			share_of(total, shards[i].weight, weight) : 0;
 
 	for (int32_t s = 0; s < slot_count; s++)
 	{
-		sorted[s].bytes = slot_bytes[s];
-		sorted[s].slot = s;
-		sorted[s].owner = owners[s];
+		p->sorted[s].bytes = slot_bytes[s];
+		p->sorted[s].slot = s;
+		p->sorted[s].owner = owners[s];
 	}
-	qsort(sorted, (size_t) slot_count, sizeof(sized_slot), compare_sized_slot);
-	memset(start, 0, sizeof(int32_t) * ((size_t) nshards + 1));
+	qsort(p->sorted, (size_t) slot_count, sizeof(sized_slot), compare_sized_slot);
+	memset(p->start, 0, sizeof(int32_t) * ((size_t) nshards + 1));
 	for (int32_t s = 0; s < slot_count; s++)
-		start[owners[s] + 1]++;
+		p->start[owners[s] + 1]++;
 	for (int32_t i = 0; i < nshards; i++)
-		start[i + 1] += start[i];
-	for (int32_t p = 0; p <= slot_count; p++)
+		p->start[i + 1] += p->start[i];
+	for (int32_t q = 0; q <= slot_count; q++)
 	{
-		right[p] = p;
-		left[p] = p;
+		p->right[q] = q;
+		p->left[q] = q;
 	}
+	return PLANNER_OK;
+}
 
-	/*
-	 * Phase 1: empty the shards that target zero.  Moving b bytes off such
-	 * a shard d (e_d = its load >= b) to the active shard r furthest under
-	 * target (e_r <= 0, since the excesses sum to zero and d's is >= 0)
-	 * changes D by 2b(e_r - e_d + b) <= 0.
-	 */
+/*
+ * Phase 1 of both plans: empty the shards that target zero.  Moving b
+ * bytes off such a shard d (e_d = its load >= b) to the active shard r
+ * furthest under target (e_r <= 0, since the excesses sum to zero and d's
+ * is >= 0) changes D by 2b(e_r - e_d + b) <= 0.  Returns the moves made.
+ */
+static int32_t
+empty_inactive(sized_plan *p, const planner_shard *shards, int32_t nshards,
+			   planner_move *moves)
+{
+	double	   *load = p->load;
+	double	   *target = p->target;
+	int32_t		n = 0;
+
 	for (int32_t d = 0; d < nshards; d++)
 	{
 		if (shards[d].state == PLANNER_ACTIVE && shards[d].weight > 0)
 			continue;
-		qsort(sorted + start[d], (size_t) (start[d + 1] - start[d]),
+		qsort(p->sorted + p->start[d], (size_t) (p->start[d + 1] - p->start[d]),
 			  sizeof(sized_slot), compare_largest_first);
-		for (int32_t p = start[d]; p < start[d + 1]; p++)
+		for (int32_t q = p->start[d]; q < p->start[d + 1]; q++)
 		{
 			int32_t		r = lowest_excess(load, target, shards, nshards);
 
-			move_slot(sorted, p, d, r, load, right, left, &moves[n++]);
+			move_slot(p->sorted, q, d, r, load, p->right, p->left, &moves[n++]);
 		}
 	}
+	return n;
+}
+
+planner_status
+planner_plan_bytes(const int32_t *owners, int32_t slot_count,
+				   const double *slot_bytes, const double *fixed_bytes,
+				   const planner_shard *shards, int32_t nshards,
+				   void *work, planner_move *moves, int32_t *nmoves)
+{
+	sized_plan	p;
+	sized_slot *sorted;
+	double	   *load;
+	double	   *target;
+	int32_t    *start;
+	int32_t    *order;
+	int32_t    *right;
+	int32_t    *left;
+	int32_t		n = 0;
+	planner_status status;
+
+	p.sorted = sorted = (sized_slot *) work;
+	p.load = load = (double *) (sorted + slot_count);
+	p.target = target = load + nshards;
+	p.start = start = (int32_t *) (target + nshards);
+	order = start + nshards + 1;
+	p.right = right = order + nshards;
+	p.left = left = right + slot_count + 1;
+
+	*nmoves = 0;
+	status = sized_plan_setup(&p, owners, slot_count, slot_bytes, fixed_bytes, shards, nshards);
+	if (status != PLANNER_OK)
+		return status;
+	n = empty_inactive(&p, shards, nshards, moves);
 
 	/* Phase 2: improving moves between active shards, best first. */
 	for (;;)
@@ -623,6 +683,190 @@ planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 		if (p < 0)
 			break;
 		move_slot(sorted, p, d, r, load, right, left, &moves[n++]);
+	}
+	*nmoves = n;
+	return PLANNER_OK;
+}
+
+/* ---- 'load' ---- */
+
+/* First position in [lo, hi) whose size is >= x (strict: > x), or hi. */
+static int32_t
+first_sized(const sized_slot *sorted, int32_t lo, int32_t hi, double x, int strict)
+{
+	while (lo < hi)
+	{
+		int32_t		mid = lo + (hi - lo) / 2;
+
+		if (strict ? sorted[mid].bytes <= x : sorted[mid].bytes < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * A slot of donor d (segment [lo, hi)) for receiver r: its load b must
+ * lower D (b < gap = e_d - e_r) and keep r within its cap (b <= room).
+ * With closing set, only a slot that brings d down to its cap (b >= over)
+ * qualifies, and the one closest to gap / 2 is taken (it lowers D the
+ * most); otherwise the largest slot that qualifies (the fewest moves).
+ * -1 when there is none.
+ */
+static int32_t
+load_slot_for(const sized_plan *p, int32_t lo, int32_t hi, double gap, double room,
+			  double over, int closing)
+{
+	const sized_slot *sorted = p->sorted;
+	int32_t		end,
+				from;
+
+	if (!(gap > 0) || !(room > 0))
+		return -1;
+	end = first_sized(sorted, lo, hi, gap, 0);
+	end = first_sized(sorted, lo, end, room, 1);
+	if (!closing)
+	{
+		int32_t		down = find_root(p->left, end) - 1;
+
+		return down >= lo && sorted[down].bytes > 0 ? down : -1;
+	}
+	from = first_sized(sorted, lo, end, over, 0);
+	if (from >= end)
+		return -1;
+	{
+		double		half = gap / 2;
+		int32_t		mid = first_sized(sorted, from, end, half, 0);
+		int32_t		up = find_root(p->right, mid);
+		int32_t		down = find_root(p->left, mid) - 1;
+		int			up_ok = up < end;
+		int			down_ok = down >= from;
+
+		if (up_ok && down_ok)
+		{
+			double		du = sorted[up].bytes - half;
+			double		dd = half - sorted[down].bytes;
+
+			return du < dd || (du == dd && sorted[up].slot < sorted[down].slot) ? up : down;
+		}
+		return up_ok ? up : down_ok ? down : -1;
+	}
+}
+
+size_t
+planner_load_work_size(int32_t nshards, int32_t slot_count)
+{
+	if (nshards < 1 || slot_count < 0)
+		return 0;
+	return planner_bytes_work_size(nshards, slot_count)
+		+ sizeof(double) * (size_t) nshards;	/* caps */
+}
+
+planner_status
+planner_plan_load(const int32_t *owners, int32_t slot_count,
+				  const double *slot_load, const double *fixed_load,
+				  const planner_shard *shards, int32_t nshards, double tolerance,
+				  void *work, planner_move *moves, int32_t *nmoves)
+{
+	sized_plan	p;
+	double	   *load;
+	double	   *target;
+	double	   *cap;
+	int32_t    *stuck;
+	int32_t		n;
+	planner_status status;
+
+	p.sorted = (sized_slot *) work;
+	p.load = load = (double *) (p.sorted + slot_count);
+	p.target = target = load + nshards;
+	cap = target + nshards;
+	p.start = (int32_t *) (cap + nshards);
+	stuck = p.start + nshards + 1;
+	p.right = stuck + nshards;
+	p.left = p.right + slot_count + 1;
+
+	*nmoves = 0;
+	if (!isfinite(tolerance) || tolerance < 0)
+		return PLANNER_BAD_TOLERANCE;
+	status = sized_plan_setup(&p, owners, slot_count, slot_load, fixed_load, shards, nshards);
+	if (status != PLANNER_OK)
+		return status;
+	n = empty_inactive(&p, shards, nshards, moves);
+	for (int32_t i = 0; i < nshards; i++)
+	{
+		cap[i] = shards[i].state == PLANNER_ACTIVE && shards[i].weight > 0 ?
+			target[i] * (1 + tolerance) : 0;
+		stuck[i] = 0;
+	}
+
+	/*
+	 * Phase 2: while an active shard is over its cap, the most overloaded
+	 * one (not yet found stuck) gives a slot to a shard that stays within
+	 * its cap.  A shard that has no such move never gets one later:
+	 * donors only lose load and receivers only gain it, so every gap and
+	 * every room only shrinks.
+	 */
+	for (;;)
+	{
+		int32_t		d = -1,
+					best = -1,
+					best_r = -1;
+		double		over;
+
+		for (int32_t i = 0; i < nshards; i++)
+			if (cap[i] > 0 && !stuck[i] && load[i] > cap[i] &&
+				(d < 0 || load[i] - cap[i] > load[d] - cap[d]))
+				d = i;
+		if (d < 0)
+			break;
+		over = load[d] - cap[d];
+		/* a slot that brings d within its cap, to the lowest receiver */
+		for (int32_t r = 0; r < nshards; r++)
+		{
+			int32_t		q;
+
+			if (r == d || cap[r] <= 0 || (best_r >= 0 && !(EXCESS(r) < EXCESS(best_r))))
+				continue;
+			q = load_slot_for(&p, p.start[d], p.start[d + 1], EXCESS(d) - EXCESS(r),
+							  cap[r] - load[r], over, 1);
+			if (q >= 0)
+			{
+				best = q;
+				best_r = r;
+			}
+		}
+		/* else the largest slot some receiver can take (lowest one on ties) */
+		if (best_r < 0)
+		{
+			int32_t		cand_r = -1,
+						cand = -1;
+
+			for (int32_t r = 0; r < nshards; r++)
+			{
+				int32_t		q;
+
+				if (r == d || cap[r] <= 0)
+					continue;
+				q = load_slot_for(&p, p.start[d], p.start[d + 1], EXCESS(d) - EXCESS(r),
+								  cap[r] - load[r], over, 0);
+				if (q >= 0 && (cand < 0 || p.sorted[q].bytes > p.sorted[cand].bytes ||
+							   (p.sorted[q].bytes == p.sorted[cand].bytes &&
+								EXCESS(r) < EXCESS(cand_r))))
+				{
+					cand = q;
+					cand_r = r;
+				}
+			}
+			best = cand;
+			best_r = cand_r;
+		}
+		if (best < 0)
+		{
+			stuck[d] = 1;
+			continue;
+		}
+		move_slot(p.sorted, best, d, best_r, load, p.right, p.left, &moves[n++]);
 	}
 	*nmoves = n;
 	return PLANNER_OK;

@@ -23,7 +23,8 @@ typedef enum planner_status
 	PLANNER_BAD_OWNER,			/* a slot owner outside 0 .. nshards - 1 */
 	PLANNER_BAD_BYTES,			/* a size that is not finite and >= 0 */
 	PLANNER_NO_ACTIVE_SHARD,	/* no active shard with a weight > 0 */
-	PLANNER_WEIGHT_SUM_TOO_LARGE	/* active weights sum to more than DBL_MAX */
+	PLANNER_WEIGHT_SUM_TOO_LARGE,	/* active weights sum to more than DBL_MAX */
+	PLANNER_BAD_TOLERANCE		/* a load tolerance that is not finite and >= 0 */
 } planner_status;
 
 typedef enum planner_state
@@ -90,6 +91,27 @@ planner_status planner_plan_bytes(const int32_t *owners, int32_t slot_count,
 								  const planner_shard *shards, int32_t nshards,
 								  void *work, planner_move *moves,
 								  int32_t *nmoves);
+
+/*
+ * The 'load' plan: the bounded-loads rule over the 'bytes' inputs (loads
+ * per slot and fixed per shard).  Each active shard's cap is
+ * target * (1 + tolerance), target = total * weight / (total active
+ * weight).  Draining and retired shards are emptied first, as in 'bytes';
+ * then, while an active shard is over its cap, the most overloaded gives
+ * a slot to a shard that stays within its own cap, each move strictly
+ * lowering the imbalance (see planner.c): a slot that brings the donor
+ * within its cap if there is one, else its largest slot a receiver can
+ * take.  The plan stops once every shard is within its cap (or no move
+ * is left), so a directory within the tolerance has an empty plan; each
+ * slot moves at most once.  work must hold
+ * planner_load_work_size(nshards, slot_count) bytes, aligned for double.
+ */
+size_t		planner_load_work_size(int32_t nshards, int32_t slot_count);
+planner_status planner_plan_load(const int32_t *owners, int32_t slot_count,
+								 const double *slot_load, const double *fixed_load,
+								 const planner_shard *shards, int32_t nshards,
+								 double tolerance, void *work, planner_move *moves,
+								 int32_t *nmoves);
 
 /*
  * The imbalance the 'bytes' plan lowers: the sum over shards of

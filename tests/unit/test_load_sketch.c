@@ -164,6 +164,31 @@ test_zipf(void)
 	free(s);
 }
 
+/*
+ * The heap is built when the sketch fills: the first eviction takes the
+ * least entry however the entries came in, and the next the least then.
+ */
+static void
+test_heap_built_when_full(void)
+{
+	load_sketch *s = new_sketch(4, 600);
+
+	add_tenant(s, "five", 0, 5, 0);
+	add_tenant(s, "one", 0, 1, 0);
+	add_tenant(s, "three", 0, 3, 0);
+	add_tenant(s, "one", 0, 1, 0);	/* "one" at 2, below capacity */
+	add_tenant(s, "four", 0, 4, 0);	/* full: the heap is built */
+	CHECK_EQ_I64(s->used, 4);
+	add_tenant(s, "new", 0, 1, 0);	/* evicts "one" (2), inherits 2 */
+	CHECK(find_tenant(s, "one") == NULL);
+	CHECK(find_tenant(s, "new") != NULL && find_tenant(s, "new")->score == 3);
+	add_tenant(s, "newer", 0, 1, 0);	/* evicts "three" or "new" (3) */
+	CHECK(find_tenant(s, "five") != NULL && find_tenant(s, "four") != NULL);
+	CHECK((find_tenant(s, "three") == NULL) != (find_tenant(s, "new") == NULL));
+	CHECK(find_tenant(s, "newer") != NULL && find_tenant(s, "newer")->score == 4);
+	free(s);
+}
+
 /* A score halves every half-life; old load gives way to new. */
 static void
 test_decay(void)
@@ -245,6 +270,7 @@ unit_main(void)
 {
 	test_exact_below_capacity();
 	test_zipf();
+	test_heap_built_when_full();
 	test_decay();
 	test_renormalize();
 	test_long_keys();

@@ -55,7 +55,9 @@ DECLARE
         'chash_shard_repoint', 'chash_directory_reconcile', 'chash_shard_refusal', 'chash_server_identity',
         -- load statistics (docs/load.md)
         'chash_slot_stats', 'chash_tenant_stats', 'chash_stats_reset', 'chash_stats_tracking',
-        'chash_collect', 'chash_suggest_pins', 'chash_shard_sizes'];
+        'chash_collect', 'chash_suggest_pins', 'chash_shard_sizes',
+        -- background rebalancing (docs/shards.md, "Background rebalancing")
+        'chash_rebalance_start', 'chash_rebalance_stop', 'chash_rebalance_wait'];
     -- internal helpers that documented functions (and the triggers of the
     -- directory tables) call with the caller's rights
     helpers CONSTANT text[] := ARRAY[
@@ -72,7 +74,11 @@ DECLARE
         'chash_step_lease_release', 'chash_step_lease_finish',
         'chash_steps_lease_check', 'chash_steps_lease_set', 'chash_steps_lease_claim',
         'chash_steps_lease_fence', 'chash_steps_lease_record', 'chash_steps_lease_complete',
-        'chash_steps_lease_release', 'chash_steps_lease_finish'];
+        'chash_steps_lease_release', 'chash_steps_lease_finish',
+        -- a background rebalance's workers connect as its starter, a mover
+        'chash_rebalance_launch', 'chash_rebalance_request_stop',
+        -- the record of the online moves' replication objects (mover/replication_record.c, replication_cleaner.c)
+        'chash_replication_object_record', 'chash_replication_object_orphans', 'chash_replication_object_take'];
     f record;
     r record;
 BEGIN

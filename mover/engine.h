@@ -1,0 +1,59 @@
+/*
+ * The mover's engine as a library: what a program that links it sets and
+ * calls (chash_move's main.c, the extension's background rebalance in
+ * src/rebalance.c).  Plain C and libpq; no server headers, so the
+ * extension's glue can include it.
+ */
+#ifndef CHASH_MOVE_ENGINE_H
+#define CHASH_MOVE_ENGINE_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+/* ---- options.c: the move's options, their defaults there ---- */
+typedef struct MoveOptions
+{
+	long long	migration;		/* 0: not given */
+	const char *directory;		/* NULL: not given */
+	int			jobs;
+	long long	max_steps;		/* -1: no limit */
+	int			batch_steps;	/* the most steps one batch claims */
+	long long	batch_rows;		/* the rows a batch aims at (0: no bound) */
+	long long	batch_bytes;	/* the bytes a batch aims at (0: no bound) */
+	int			lease_seconds;
+	bool		verbose;
+	bool		online;			/* --online: copy by logical replication */
+	const char *conninfo;		/* the directory database */
+	int			fence_timeout;	/* seconds a shard may take to apply a fence or a completion */
+} MoveOptions;
+
+extern MoveOptions options;
+
+/*
+ * run.c: moves the migration the options name until it is done or
+ * stop_requested (or stop_claiming) is set; 0 done, 1 failed or interrupted, 2 no single
+ * migration.  It runs threads of its own (a lease keeper and the jobs),
+ * which inherit the caller's signal mask.
+ */
+extern volatile sig_atomic_t stop_requested;
+extern int	mover_run(const char *holder_prefix);
+
+/*
+ * A gentler stop: the jobs claim nothing more and end after the batch
+ * they move (completed, or given back when it fails), so that no step is
+ * left fenced; stop_requested interrupts the batches instead.
+ */
+extern volatile sig_atomic_t stop_claiming;
+
+/*
+ * report.c: when set, every message goes to the hook instead of stderr,
+ * with the steps of the batch the job that says it works on ("{3,4}", or
+ * NULL).  Called from the engine's threads, one call at a time.
+ */
+typedef void (*report_hook_fn) (const char *level, const char *steps, const char *message);
+extern report_hook_fn report_hook;
+
+/* progress.c: what this process has moved so far */
+extern void mover_counts(long long *steps, long long *rows, long long *bytes);
+
+#endif

@@ -1,0 +1,374 @@
+/*
+ * rebalance.c - the background rebalance's glue (docs/shards.md,
+ * "Background rebalancing"): its settings, the cap on the jobs of all
+ * rebalances of the server (shared memory), the launcher registered at
+ * server start, the record of the databases that have rebalances, and the
+ * internal SQL functions chash_rebalance_launch and
+ * chash_rebalance_request_stop.  The worker itself, which runs the mover's
+ * engine, is rebalance_worker.c.
+ */
+#include "chash.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+#include "rebalance.h"
+
+PG_FUNCTION_INFO_V1(chash_rebalance_launch);
+PG_FUNCTION_INFO_V1(chash_rebalance_request_stop);
+
+/* the databases with rebalances: one empty file each, named by its oid */
+#define REBALANCE_DATABASES "chash_rebalance"
+
+char	   *chash_rebalance_conninfo = NULL;
+int			chash_max_rebalance_jobs = 8;
+int			chash_rebalance_lease = 30;
+int			chash_rebalance_batch_rows = 50000;
+bool		chash_rebalance_online = false;
+
+static bool preloaded = false;
+
+typedef struct RebalanceShared
+{
+	slock_t		mutex;
+	int			jobs;			/* reserved by the running workers */
+} RebalanceShared;
+
+static RebalanceShared *shared;
+static shmem_request_hook_type previous_shmem_request = NULL;
+static shmem_startup_hook_type previous_shmem_startup = NULL;
+
+static void
+rebalance_shmem_request(void)
+{
+	if (previous_shmem_request != NULL)
+		previous_shmem_request();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(RebalanceShared)));
+}
+
+static void
+rebalance_shmem_startup(void)
+{
+	bool		found;
+
+	if (previous_shmem_startup != NULL)
+		previous_shmem_startup();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("chash_rebalance", sizeof(RebalanceShared), &found);
+	if (!found)
+	{
+		SpinLockInit(&shared->mutex);
+		shared->jobs = 0;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Up to want jobs of chash.max_rebalance_jobs, 0 when none is free. */
+int
+rebalance_jobs_reserve(int want)
+{
+	int			got;
+
+	SpinLockAcquire(&shared->mutex);
+	got = Min(want, chash_max_rebalance_jobs - shared->jobs);
+	if (got < 0)
+		got = 0;
+	shared->jobs += got;
+	SpinLockRelease(&shared->mutex);
+	return got;
+}
+
+void
+rebalance_jobs_release(int n)
+{
+	SpinLockAcquire(&shared->mutex);
+	shared->jobs -= n;
+	SpinLockRelease(&shared->mutex);
+}
+
+void
+rebalance_init(void)
+{
+	BackgroundWorker worker = {0};
+
+	DefineCustomStringVariable("chash.rebalance_conninfo",
+							   "Connection options of the background rebalance's workers to the directory database.",
+							   "Added after the local socket, the database and the role that started the rebalance, so they may override them.",
+							   &chash_rebalance_conninfo, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("chash.max_rebalance_jobs",
+							"The most batches all background rebalances of this server move at once.",
+							"A rebalance's worker takes max_parallel jobs, or as many as are free.",
+							&chash_max_rebalance_jobs, 8, 1, 1024, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("chash.rebalance_lease",
+							"How long a background rebalance's step stays held without renewal.",
+							"A killed worker's batch is taken over once its lease has expired.",
+							&chash_rebalance_lease, 30, 1, 86400, PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("chash.rebalance_batch_rows",
+							"The rows a background rebalance's batch aims at (chash_move --batch-rows).",
+							"A batch blocks the writes of its slots or tenants while it copies; 0 for no bound.",
+							&chash_rebalance_batch_rows, 50000, 0, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("chash.rebalance_online",
+							 "Makes the background rebalance move steps by logical replication where it can (chash_move --online).",
+							 NULL,
+							 &chash_rebalance_online, false, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	preloaded = true;
+	previous_shmem_request = shmem_request_hook;
+	shmem_request_hook = rebalance_shmem_request;
+	previous_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = rebalance_shmem_startup;
+
+	/* the launcher: resumes the running rebalances after every start of the server */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "chash");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "chash_rebalance_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "chash rebalance launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "chash rebalance launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+/*
+ * Starts a worker for the database: a rebalance's run, or the resumer (run
+ * 0).  must: an error when no worker slot is free, else a warning.
+ */
+bool
+rebalance_register(Oid database, const RebalanceArgs *args, bool must)
+{
+	BackgroundWorker worker = {0};
+	BackgroundWorkerHandle *handle;
+
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "chash");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "chash_rebalance_worker_main");
+	if (args->run == 0)
+		snprintf(worker.bgw_name, BGW_MAXLEN, "chash rebalance resumer");
+	else
+		snprintf(worker.bgw_name, BGW_MAXLEN, "chash rebalance of \"%.*s\"", BGW_MAXLEN - 32, args->directory);
+	snprintf(worker.bgw_type, BGW_MAXLEN, REBALANCE_WORKER_TYPE);
+	worker.bgw_main_arg = ObjectIdGetDatum(database);
+	memcpy(worker.bgw_extra, args, sizeof(RebalanceArgs));
+	if (RegisterDynamicBackgroundWorker(&worker, &handle))
+		return true;
+	ereport(must ? ERROR : WARNING,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("could not start a background worker for the rebalance"),
+			 errdetail("Every background worker slot of the server is in use."),
+			 errhint("Raise max_worker_processes.")));
+	return false;
+}
+
+/* chash's schema in this database, quoted; called with SPI connected */
+char *
+rebalance_schema(void)
+{
+	if (SPI_execute("SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
+					"JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'chash'",
+					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * The launcher learns which databases have rebalances from a file per
+ * database in the data directory (it reads no database's tables before it
+ * knows which to connect to).  Made once, durably; never a problem when
+ * it is there already.
+ */
+static void
+record_database(void)
+{
+	char		path[MAXPGPATH];
+	int			fd;
+
+	if (MakePGDirectory(REBALANCE_DATABASES) < 0 && errno != EEXIST)
+		ereport(ERROR, (errcode_for_file_access(),
+						errmsg("could not create directory \"%s\": %m", REBALANCE_DATABASES)));
+	snprintf(path, sizeof(path), "%s/%u", REBALANCE_DATABASES, MyDatabaseId);
+	if (access(path, F_OK) == 0)
+		return;
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR, (errcode_for_file_access(), errmsg("could not create file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+	fsync_fname(path, false);
+	fsync_fname(REBALANCE_DATABASES, true);
+}
+
+/* Who may run rebalances: the workers connect as this role, which the mover's rights need. */
+static void
+check_mover_role(void)
+{
+	Oid			mover = get_role_oid("chash_mover", true);
+
+	if (!superuser() && (!OidIsValid(mover) || !has_privs_of_role(GetUserId(), mover)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to run a background rebalance"),
+				 errdetail("Its workers connect to the directory database and the shards as role \"%s\", which is not a member of chash_mover.",
+						   GetUserNameFromId(GetUserId(), false)),
+				 errhint("Grant chash_mover to the role, or start the rebalance as one that has it.")));
+}
+
+/* chash_rebalance's row written as the extension's owner (no role writes it directly) */
+static int
+as_owner(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
+{
+	Oid			save_user;
+	int			save_context;
+	int			rc;
+
+	if (SPI_execute("SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname = 'chash'", true, 1) != SPI_OK_SELECT
+		|| SPI_processed != 1)
+		elog(ERROR, "extension chash is not installed");
+	GetUserIdAndSecContext(&save_user, &save_context);
+	SetUserIdAndSecContext(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &(bool){false})),
+						   save_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+	SetUserIdAndSecContext(save_user, save_context);
+	return rc;
+}
+
+Datum
+chash_rebalance_launch(PG_FUNCTION_ARGS)
+{
+	RebalanceArgs args = {0};
+	text	   *directory;
+	char	   *name;
+	Oid			types[5] = {TEXTOID, INT8OID, INT4OID, INT8OID, NAMEOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', PG_ARGISNULL(3) ? 'n' : ' ', ' '};
+	char	   *schema;
+	bool		isnull;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("%s must not be null", PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "max_parallel")));
+	if (!preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("background rebalancing needs chash in shared_preload_libraries"),
+				 errdetail("The rebalance's workers are background workers of the directory server, which only a preloaded library can start."),
+				 errhint("Add chash to shared_preload_libraries on the directory server and restart it, or move the migration with chash_move.")));
+	directory = PG_GETARG_TEXT_PP(0);
+	name = text_to_cstring(directory);
+	if (strlen(name) >= sizeof(args.directory))
+		ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),
+						errmsg("directory name \"%.*s\" is too long for a background rebalance", chash_quote_len(name, strlen(name)), name),
+						errdetail("A background rebalance takes directory names of at most %d bytes.", (int) sizeof(args.directory) - 1)));
+	check_mover_role();
+
+	values[0] = PointerGetDatum(directory);
+	values[1] = PG_GETARG_DATUM(1);
+	values[2] = PG_GETARG_DATUM(2);
+	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	values[4] = CStringGetDatum(GetUserNameFromId(GetUserId(), false));
+	values[4] = DirectFunctionCall1(namein, values[4]);
+	SPI_connect();
+	if ((schema = rebalance_schema()) == NULL)
+		elog(ERROR, "extension chash is not installed");
+	/* a new run: the figures go on when it is the same migration */
+	if (as_owner(psprintf("INSERT INTO %1$s.chash_rebalance AS r (directory, migration, max_parallel, max_rate, role) "
+						  "VALUES ($1, $2, $3, $4, $5) "
+						  "ON CONFLICT (directory) DO UPDATE SET migration = $2, run = r.run + 1, state = 'running', "
+						  "  max_parallel = $3, max_rate = $4, role = $5, worker_pid = NULL, jobs = NULL, "
+						  "  rows_moved = CASE WHEN r.migration = $2 THEN r.rows_moved ELSE 0 END, "
+						  "  rows_per_second = NULL, started_at = pg_catalog.now(), updated_at = pg_catalog.now(), "
+						  "  last_error = NULL, last_error_steps = NULL "
+						  "RETURNING r.run", schema),
+				 5, types, values, nulls) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
+		elog(ERROR, "could not record the rebalance of \"%s\"", name);
+	args.run = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	record_database();
+	/* the worker waits for this transaction: it sees the row once it commits, none if it aborts */
+	args.xid = GetTopTransactionId();
+	strlcpy(args.directory, name, sizeof(args.directory));
+	rebalance_register(MyDatabaseId, &args, true);
+	PG_RETURN_VOID();
+}
+
+/* A live background worker of this database: the pid recorded is no other process's. */
+static bool
+worker_alive(int pid)
+{
+	PGPROC	   *proc = BackendPidGetProc(pid);
+
+	return proc != NULL && proc->isBackgroundWorker && proc->databaseId == MyDatabaseId;
+}
+
+Datum
+chash_rebalance_request_stop(PG_FUNCTION_ARGS)
+{
+	text	   *directory;
+	char	   *name;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	char	   *schema;
+	char	   *state;
+	bool		isnull;
+	Datum		pid;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("directory must not be null")));
+	directory = PG_GETARG_TEXT_PP(0);
+	name = text_to_cstring(directory);
+	values[0] = PointerGetDatum(directory);
+	check_mover_role();
+	SPI_connect();
+	if ((schema = rebalance_schema()) == NULL)
+		elog(ERROR, "extension chash is not installed");
+	if (as_owner(psprintf("SELECT r.state, r.worker_pid FROM %s.chash_rebalance r WHERE r.directory = $1", schema),
+				 1, types, values, NULL) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the rebalance of \"%s\"", name);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("directory \"%.*s\" has no rebalance", chash_quote_len(name, strlen(name)), name),
+				 errhint("Start one with chash_rebalance_start().")));
+	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	pid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (strcmp(state, "running") == 0 || strcmp(state, "stopping") == 0)
+	{
+		if (!isnull && worker_alive(DatumGetInt32(pid)))
+		{
+			/* the worker records "stopping" and then "stopped" itself */
+			if (kill(DatumGetInt32(pid), SIGUSR2) == 0)
+				state = "stopping";
+		}
+		else
+		{
+			/* no worker works on it (or one is starting, and finds it stopped) */
+			if (as_owner(psprintf("UPDATE %s.chash_rebalance SET state = 'stopped', worker_pid = NULL, "
+								  "updated_at = pg_catalog.now() WHERE directory = $1", schema),
+						 1, types, values, NULL) != SPI_OK_UPDATE)
+				elog(ERROR, "could not record the rebalance of \"%s\" stopped", name);
+			state = "stopped";
+		}
+	}
+	state = strcpy(SPI_palloc(strlen(state) + 1), state);	/* outlives SPI's memory */
+	SPI_finish();
+	CHECK_FOR_INTERRUPTS();
+	PG_RETURN_TEXT_P(cstring_to_text(state));
+}
