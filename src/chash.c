@@ -16,6 +16,7 @@
 #include "utils/guc.h"
 #include "utils/builtins.h"
 
+#include "redis_slot.h"
 #include "sort.h"
 
 /*
@@ -240,4 +241,40 @@ chash_require_args(FunctionCallInfo fcinfo,...)
 					 errmsg("%s must not be null", name)));
 		}
 	va_end(names);
+}
+
+slot_method
+chash_layout_from_args(int32 slot_count, text *method_name)
+{
+	const char *name = VARDATA_ANY(method_name);
+	size_t		len = VARSIZE_ANY_EXHDR(method_name);
+	slot_method method = SLOT_METHOD_XXH64;
+	layout_status status = directory_layout_check(slot_count, name, len, &method);
+
+	if (status == LAYOUT_SLOT_COUNT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slot_count must be between 1 and %d", DIRECTORY_MAX_SLOTS),
+				 errdetail("The value given was %d.", slot_count)));
+	if (status == LAYOUT_METHOD)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unrecognized slot method \"%.*s\"", chash_quote_len(name, len), name),
+				 errhint("Valid slot methods are \"xxh64\", \"jump\", \"redis\" and \"pg_hash\".")));
+	if (status == LAYOUT_REDIS_SLOTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("slot method \"redis\" needs slot_count %d", REDIS_CLUSTER_SLOTS),
+				 errdetail("The value given was %d.", slot_count)));
+	return method;
+}
+
+void
+chash_require_superuser(const char *what)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to %s", what),
+				 errdetail("Only a superuser may join a directory or leave it.")));
 }

@@ -13,6 +13,7 @@
 #include "utils/array.h"
 
 #include "hash64.h"
+#include "layout.h"
 #include "interrupt.h"
 
 /* A 1-D text[] argument, checked: no NULLs, not empty, no duplicates. */
@@ -65,6 +66,16 @@ extern void chash_node_list_from_array(ArrayType *arr, const char *argname,
  * >= 0, at least one > 0.  Returns a palloc'd array.
  */
 extern double *chash_weights_from_array(ArrayType *arr, int count);
+
+/*
+ * The slot method of a directory layout given as SQL arguments, checked
+ * by directory_layout_check (src/core/layout.h); 22023 when it could not
+ * be a directory's.
+ */
+extern slot_method chash_layout_from_args(int32 slot_count, text *method_name);
+
+/* 42501 unless a superuser runs it: the shard join's and failover's libpq work. */
+extern void chash_require_superuser(const char *what);
 
 /*
  * The remainder of the hash partition PostgreSQL routes a one-column key of

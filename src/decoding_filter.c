@@ -46,7 +46,7 @@
 #include "utils/uuid.h"
 
 #include "directory.h"
-#include "tenant_slot.h"
+#include "tenant_key.h"
 
 #define FILTER_TABLE "chash_decoding_filter"
 
@@ -229,8 +229,7 @@ filter_load(void)
 	f->directory = TextDatumGetCString(required_column(tuple, desc, F_DIRECTORY, "directory"));
 	f->slot_count = DatumGetInt32(required_column(tuple, desc, F_SLOT_COUNT, "slot count"));
 	name = TextDatumGetCString(required_column(tuple, desc, F_SLOT_METHOD, "slot method"));
-	if (f->slot_count < 1 || f->slot_count > DIRECTORY_MAX_SLOTS ||
-		slot_method_parse(name, strlen(name), &f->method) != 0)
+	if (directory_layout_check(f->slot_count, name, strlen(name), &f->method) != LAYOUT_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the decoding filter of slot \"%s\" has an invalid layout", slot_name),
@@ -363,11 +362,7 @@ row_passes(Filter *f, FilterRelation *r, Relation relation, ReorderBufferTupleBu
 	Datum		value;
 	const char *s;
 	size_t		len;
-	char		canonical[CANONICAL_UUID_LEN + 1];
-	Datum		typed;
-	Oid			typid;
-	int64		i8;
-	pg_uuid_t	uuid;
+	TenantKey	key;
 	char	   *c;
 	bool		in;
 
@@ -388,38 +383,14 @@ row_passes(Filter *f, FilterRelation *r, Relation relation, ReorderBufferTupleBu
 		s = OutputFunctionCall(&r->output, value);
 		len = strlen(s);
 	}
-	/* the canonical text (and, for 'pg_hash', the typed value) of the key type */
-	switch (f->ktype)
-	{
-		case KEY_TYPE_BIGINT:
-			if (bigint_tenant_parse(s, len, &i8) != TENANT_OK)
-				return false;
-			len = bigint_tenant_format(i8, canonical);
-			s = canonical;
-			typid = INT8OID;
-			typed = Int64GetDatum(i8);
-			break;
-		case KEY_TYPE_UUID:
-			if (uuid_tenant_parse(s, len, uuid.data) != TENANT_OK)
-				return false;
-			uuid_tenant_format(uuid.data, canonical);
-			len = CANONICAL_UUID_LEN;
-			s = canonical;
-			typid = UUIDOID;
-			typed = UUIDPGetDatum(&uuid);
-			break;
-		default:
-			typid = TEXTOID;
-			typed = f->method == SLOT_METHOD_PG_HASH ?
-				PointerGetDatum(cstring_to_text_with_len(s, len)) : (Datum) 0;
-			break;
-	}
-	c = pnstrdup(s, len);
+	/* a value that is not a tenant of the key type is in no filter */
+	if (tenant_key_init(&key, f->ktype, f->method, f->slot_count, s, len) != TENANT_OK)
+		return false;
+	c = pnstrdup(key.canonical.data, key.canonical.len);
 	if (string_listed(f->tenants, f->ntenants, c))
 		in = true;
 	else
-		in = f->slots[tenant_slot_of(f->method, f->slot_count, typid, typed, s, len, NULL)] &&
-			!string_listed(f->except, f->nexcept, c);
+		in = f->slots[key.slot] && !string_listed(f->except, f->nexcept, c);
 	pfree(c);
 	return in;
 }

@@ -82,21 +82,7 @@ chash_create_directory(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("directory name must not be empty")));
 	chash_node_list_from_array(PG_GETARG_ARRAYTYPE_P(1), "shards", &shards);
-	if (slot_count < 1 || slot_count > DIRECTORY_MAX_SLOTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("slot_count must be between 1 and %d", DIRECTORY_MAX_SLOTS),
-				 errdetail("The value given was %d.", slot_count)));
-	if (slot_method_parse(VARDATA_ANY(method_text), VARSIZE_ANY_EXHDR(method_text), &method) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unrecognized slot method \"%s\"", text_to_cstring(method_text)),
-				 errhint("Valid slot methods are \"xxh64\", \"jump\", \"redis\" and \"pg_hash\".")));
-	if (method == SLOT_METHOD_REDIS && slot_count != REDIS_CLUSTER_SLOTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("slot method \"redis\" needs slot_count 16384"),
-				 errdetail("The value given was %d.", slot_count)));
+	method = chash_layout_from_args(slot_count, method_text);
 	if (key_type_parse(VARDATA_ANY(type_text), VARSIZE_ANY_EXHDR(type_text), &ktype) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -227,9 +213,8 @@ chash_tenant_canonical(PG_FUNCTION_ARGS)
 	const char *t = VARDATA_ANY(tenant);
 	size_t		len = VARSIZE_ANY_EXHDR(tenant);
 	key_type	ktype;
-	tenant_status status = TENANT_OK;
-	char		buf[CANONICAL_UUID_LEN];
-	size_t		out_len = 0;
+	tenant_status status;
+	canonical_tenant c;
 
 	if (key_type_parse(VARDATA_ANY(type_text), VARSIZE_ANY_EXHDR(type_text), &ktype) != 0)
 		ereport(ERROR,
@@ -238,31 +223,13 @@ chash_tenant_canonical(PG_FUNCTION_ARGS)
 				 errhint("Valid key types are \"text\", \"bigint\" and \"uuid\".")));
 	if (ktype == KEY_TYPE_TEXT)
 		PG_RETURN_TEXT_P(tenant);
-	if (ktype == KEY_TYPE_BIGINT)
-	{
-		int64		value;
-
-		status = bigint_tenant_parse(t, len, &value);
-		if (status == TENANT_OK)
-			out_len = bigint_tenant_format(value, buf);
-	}
-	else
-	{
-		pg_uuid_t	uuid;
-
-		status = uuid_tenant_parse(t, len, uuid.data);
-		if (status == TENANT_OK)
-		{
-			uuid_tenant_format(uuid.data, buf);
-			out_len = CANONICAL_UUID_LEN;
-		}
-	}
+	status = tenant_canonicalize(ktype, t, len, &c);
 	if (status != TENANT_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid tenant \"%.*s\" for key type %s", chash_quote_len(t, len), t, key_type_name(ktype)),
 				 status == TENANT_OUT_OF_RANGE ? errdetail("The value is out of range for type bigint.") : 0));
-	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf, out_len));
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(c.data, c.len));
 }
 
 /*

@@ -24,6 +24,7 @@
 #include "utils/rel.h"
 
 #include "directory_apply.h"
+#include "directory_rows.h"
 
 /* More keys than this and a reload is as cheap. */
 #define CATCH_UP_MAX_KEYS 10000
@@ -37,14 +38,6 @@ typedef struct ChangedKeys
 	List	   *steps;			/* int64 * pairs: migration, step */
 	int			count;
 } ChangedKeys;
-
-static void
-text_key(ScanKeyData *key, Relation rel, AttrNumber attnum, text *value)
-{
-	ScanKeyEntryInitialize(key, 0, attnum, BTEqualStrategyNumber, InvalidOid,
-						   TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attcollation,
-						   F_TEXTEQ, PointerGetDatum(value));
-}
 
 static int
 compare_int64_pairs(const ListCell *a, const ListCell *b)
@@ -104,7 +97,7 @@ read_history(const DirectoryCatalog *catalog, RouteDirectory *dir, text *name,
 	char		since[32];
 
 	snprintf(since, sizeof(since), INT64_FORMAT, dir->version);
-	text_key(&key[0], rel, col[CC_DIRECTORY], name);
+	directory_name_key(&key[0], rel, col[CC_DIRECTORY], name);
 	ScanKeyInit(&key[1], col[CC_VERSION], BTGreaterStrategyNumber, F_INT8GT,
 				Int64GetDatum(dir->version));
 	scan = systable_beginscan(rel, catalog->change_index, true, snapshot, 2, key);
@@ -190,25 +183,6 @@ fetch_row(Relation rel, Oid index, Snapshot snapshot, ScanKeyData *key, int nkey
 	return copy;
 }
 
-static int
-find_shard(RouteDirectory *dir, text *name)
-{
-	for (int i = 0; i < dir->nshards; i++)
-		if (VARSIZE(dir->shards[i].name) - VARHDRSZ == VARSIZE_ANY_EXHDR(name) &&
-			memcmp(VARDATA(dir->shards[i].name), VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0)
-			return i;
-	return -1;
-}
-
-static char
-shard_state(text *state)
-{
-	char	   *s = text_to_cstring(state);
-
-	return strcmp(s, "active") == 0 ? 'a' : strcmp(s, "draining") == 0 ? 'd' :
-		strcmp(s, "retired") == 0 ? 'r' : 0;
-}
-
 /* A shard row without a valid state: the loader reports it. */
 static bool
 shard_is_bad(HeapTuple tuple, TupleDesc desc, const DirectoryCatalog *catalog)
@@ -216,7 +190,7 @@ shard_is_bad(HeapTuple tuple, TupleDesc desc, const DirectoryCatalog *catalog)
 	bool		isnull;
 	Datum		state = heap_getattr(tuple, catalog->columns[C_SHARD_STATE], desc, &isnull);
 
-	return isnull || shard_state(DatumGetTextPP(state)) == 0;
+	return isnull || directory_row_state(DatumGetTextPP(state), STATE_SHARD) < 0;
 }
 
 /* The overrides in a map (and filter) sized anew for their count. */
@@ -326,17 +300,16 @@ apply_steps(DirectoryLoader *loader, ChangedKeys *keys)
 	ListCell   *lc;
 
 	/* chash_migration_running: the running migrations of the directory */
-	text_key(&key, mrel, catalog->columns[C_MIGRATION_DIRECTORY], loader->name);
+	directory_name_key(&key, mrel, catalog->columns[C_MIGRATION_DIRECTORY], loader->name);
 	scan = systable_beginscan(mrel, catalog->indexes[T_MIGRATION], true, loader->snapshot, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		bool		isnull;
 		Datum		id = heap_getattr(tuple, catalog->columns[C_MIGRATION_ID], mdesc, &isnull);
-		text	   *status = DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_MIGRATION_STATUS],
-														 mdesc, &isnull));
+		text	   *status = directory_row_text(tuple, mdesc, catalog->columns[C_MIGRATION_STATUS]);
 		int64	   *m;
 
-		if (isnull || strcmp(text_to_cstring(status), "running") != 0)
+		if (isnull || directory_row_state(status, STATE_MIGRATION) != MIGRATION_RUNNING)
 			continue;
 		m = palloc(sizeof(int64));
 		*m = DatumGetInt64(id);
@@ -393,6 +366,7 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 	DirectoryLoader loader;
 	Relation	rel;
 	List	   *shard_rows = NIL;
+	bool		added = false;
 	ListCell   *lc;
 
 	if (!OidIsValid(catalog->change_table) || dir->version >= row->version ||
@@ -406,8 +380,8 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		ScanKeyData key[2];
 		HeapTuple	tuple;
 
-		text_key(&key[0], rel, catalog->columns[C_SHARD_DIRECTORY], name);
-		text_key(&key[1], rel, catalog->columns[C_SHARD_SHARD], lfirst(lc));
+		directory_name_key(&key[0], rel, catalog->columns[C_SHARD_DIRECTORY], name);
+		directory_name_key(&key[1], rel, catalog->columns[C_SHARD_SHARD], lfirst(lc));
 		tuple = fetch_row(rel, catalog->indexes[T_SHARD], snapshot, key, 2);
 		if (tuple == NULL || shard_is_bad(tuple, RelationGetDescr(rel), catalog))
 		{
@@ -419,20 +393,28 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 
 	/* From here the state is half old, half new until the end. */
 	dir->broken = true;
+	loader.catalog = catalog;
+	loader.dir = dir;
+	loader.name = name;
+	loader.snapshot = snapshot;
+	directory_loader_map_shards(&loader);
 	foreach(lc, shard_rows)
 	{
 		HeapTuple	tuple = lfirst(lc);
 		bool		isnull;
 		text	   *shard = DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_SHARD_SHARD],
 														 RelationGetDescr(rel), &isnull));
-		char		state = shard_state(DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_SHARD_STATE],
-																	 RelationGetDescr(rel), &isnull)));
-		int			i = find_shard(dir, shard);
+		int			state = directory_row_state(DatumGetTextPP(heap_getattr(tuple, catalog->columns[C_SHARD_STATE],
+																			  RelationGetDescr(rel), &isnull)),
+											STATE_SHARD);
+		int			i = shard_names_find(&loader.shard_names, VARDATA_ANY(shard),
+										 VARSIZE_ANY_EXHDR(shard));
 
 		if (i < 0)
 		{
 			MemoryContext old = MemoryContextSwitchTo(dir->context);
 
+			added = true;
 			dir->shards = repalloc_huge(dir->shards, sizeof(RouteShard) * (dir->nshards + 1));
 			i = dir->nshards++;
 			dir->shards[i].name = cstring_to_text_with_len(VARDATA_ANY(shard), VARSIZE_ANY_EXHDR(shard));
@@ -441,12 +423,8 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		dir->shards[i].state = state;
 	}
 	table_close(rel, NoLock);
-
-	loader.catalog = catalog;
-	loader.dir = dir;
-	loader.name = name;
-	loader.snapshot = snapshot;
-	directory_loader_map_shards(&loader);
+	if (added)
+		directory_loader_map_shards(&loader);
 
 	rel = table_open(catalog->tables[T_SLOT], NoLock);
 	foreach(lc, keys.slots)
@@ -459,7 +437,7 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		int32		owner;
 
 		CHECK_FOR_INTERRUPTS();
-		text_key(&key[0], rel, catalog->columns[C_SLOT_DIRECTORY], name);
+		directory_name_key(&key[0], rel, catalog->columns[C_SLOT_DIRECTORY], name);
 		ScanKeyInit(&key[1], catalog->columns[C_SLOT_SLOT], BTEqualStrategyNumber, F_INT4EQ,
 					Int32GetDatum(slot));
 		tuple = fetch_row(rel, catalog->indexes[T_SLOT], snapshot, key, 2);
@@ -490,8 +468,8 @@ directory_catch_up(const DirectoryCatalog *catalog, RouteDirectory *dir, text *n
 		HeapTuple	tuple;
 
 		CHECK_FOR_INTERRUPTS();
-		text_key(&key[0], rel, catalog->columns[C_OVERRIDE_DIRECTORY], name);
-		text_key(&key[1], rel, catalog->columns[C_OVERRIDE_TENANT], tenant);
+		directory_name_key(&key[0], rel, catalog->columns[C_OVERRIDE_DIRECTORY], name);
+		directory_name_key(&key[1], rel, catalog->columns[C_OVERRIDE_TENANT], tenant);
 		tuple = fetch_row(rel, catalog->indexes[T_OVERRIDE], snapshot, key, 2);
 		if (tuple == NULL)
 			overrides_remove(dir, hash, t, len);

@@ -27,9 +27,9 @@
  *
  * Invalidations are not needed for correctness, only to find the tables
  * again (directory_catalog.c).  Per call, only the snapshot is compared
- * (in fn_extra), so a batch query pays the lookup once per statement.
+ * (in the call site, RouteCallSite), so a batch query pays the lookup once per statement.
  * Routing functions return copies, so an entry can be freed as soon as
- * no fn_extra can reach it: each eviction moves the generation on.
+ * no call site can reach it: each eviction moves the generation on.
  */
 #include "chash.h"
 
@@ -64,9 +64,10 @@ static bool callbacks_registered = false;
 /* The transaction that changed directory tables (the trigger tells us). */
 static LocalTransactionId own_change_lxid = InvalidLocalTransactionId;
 
-/* What fn_extra remembers between calls of one statement. */
-typedef struct RouteCall
+/* What a call site remembers between calls of one statement. */
+struct RouteCallSite
 {
+	MemoryContext mcxt;			/* the copies below live here */
 	RouteDirectory *dir;
 	uint64		generation;
 	Oid			userid;
@@ -84,9 +85,9 @@ typedef struct RouteCall
 	bool		latest;
 	uint64		latest_changes;
 	uint64		latest_evictions;
-} RouteCall;
+};
 
-/* Entries freed so far: an entry a RouteCall points at may be gone. */
+/* Entries freed so far: an entry a call site points at may be gone. */
 static uint64 evictions = 0;
 
 static uint64 load_counter = 0;
@@ -99,7 +100,7 @@ free_entry(RouteDirectory **link)
 	*link = dir->next;
 	ndirectories--;
 	evictions++;
-	/* fn_extra may point at it: the generation tells them to look again */
+	/* a call site may point at it: the generation tells them to look again */
 	cache_generation++;
 	MemoryContextDelete(dir->context);
 }
@@ -130,7 +131,7 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* states named by this transaction's snapshots are unreachable */
 			free_entries(true);
-			/* and fn_extra never carries a directory into another transaction */
+			/* and a call site never carries a directory into another transaction */
 			cache_generation++;
 			break;
 		default:
@@ -296,7 +297,7 @@ directory_lookup(text *name, Snapshot snapshot)
 				base = dir;
 		if (base != NULL)
 		{
-			/* fn_extra may point at it: the generation tells them to look again */
+			/* a call site may point at it: the generation tells them to look again */
 			cache_generation++;
 			if (directory_catch_up(catalog, base, name, &row, snapshot))
 			{
@@ -319,10 +320,31 @@ directory_lookup(text *name, Snapshot snapshot)
 	return dir;
 }
 
-RouteDirectory *
-directory_for_call(FunctionCallInfo fcinfo, text *name)
+RouteCallSite *
+route_call_site_create(MemoryContext mcxt)
 {
-	RouteCall  *call = (RouteCall *) fcinfo->flinfo->fn_extra;
+	RouteCallSite *site = MemoryContextAllocZero(mcxt, sizeof(RouteCallSite));
+
+	site->mcxt = mcxt;
+	return site;
+}
+
+RouteCallSite *
+route_call_site(FunctionCallInfo fcinfo)
+{
+	RouteCallSite *site = (RouteCallSite *) fcinfo->flinfo->fn_extra;
+
+	if (unlikely(site == NULL))
+	{
+		site = route_call_site_create(fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = site;
+	}
+	return site;
+}
+
+RouteDirectory *
+directory_for_site(RouteCallSite *call, text *name)
+{
 	Snapshot	snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : GetTransactionSnapshot();
 	const char *n = VARDATA_ANY(name);
 	int			len = VARSIZE_ANY_EXHDR(name);
@@ -333,7 +355,7 @@ directory_for_call(FunctionCallInfo fcinfo, text *name)
 	 * that ground); a snapshot without one (restored in a parallel worker,
 	 * imported) must be the very same one.
 	 */
-	if (call != NULL && call->dir != NULL &&
+	if (call->dir != NULL &&
 		call->generation == cache_generation &&
 		call->name_len == len && memcmp(call->name, n, len) == 0 &&
 		call->xmin == snapshot->xmin && call->xmax == snapshot->xmax &&
@@ -343,18 +365,13 @@ directory_for_call(FunctionCallInfo fcinfo, text *name)
 		call->userid == GetUserId())
 		return call->dir;
 
-	if (call == NULL)
-	{
-		call = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RouteCall));
-		fcinfo->flinfo->fn_extra = call;
-	}
 	call->dir = NULL;
 	call->latest = false;
 	call->dir = directory_lookup(name, snapshot);
 	if (call->name_capacity < len)
 	{
 		call->name_capacity = Max(len, 32);
-		call->name = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, call->name_capacity);
+		call->name = MemoryContextAlloc(call->mcxt, call->name_capacity);
 	}
 	memcpy(call->name, n, len);
 	call->name_len = len;
@@ -369,15 +386,14 @@ directory_for_call(FunctionCallInfo fcinfo, text *name)
 }
 
 RouteDirectory *
-directory_latest(FunctionCallInfo fcinfo, text *name)
+directory_latest(RouteCallSite *call, text *name)
 {
-	RouteCall  *call = (RouteCall *) fcinfo->flinfo->fn_extra;
 	uint64		changes;
 	RouteDirectory *dir;
 
 	AcceptInvalidationMessages();
 	changes = directory_catalog_changes();
-	if (call != NULL && call->dir != NULL && call->latest &&
+	if (call->dir != NULL && call->latest &&
 		call->latest_changes == changes && call->latest_evictions == evictions &&
 		!call->dir->identity.own && own_change_lxid != MyProc->lxid &&
 		call->userid == GetUserId() &&
@@ -388,9 +404,8 @@ directory_latest(FunctionCallInfo fcinfo, text *name)
 		return call->dir;
 	}
 	PushActiveSnapshot(GetLatestSnapshot());
-	dir = directory_for_call(fcinfo, name);
+	dir = directory_for_site(call, name);
 	PopActiveSnapshot();
-	call = (RouteCall *) fcinfo->flinfo->fn_extra;
 	/* counted before the read: an invalidation during it makes us read again */
 	call->latest = true;
 	call->latest_changes = changes;
@@ -399,22 +414,21 @@ directory_latest(FunctionCallInfo fcinfo, text *name)
 }
 
 text *
-directory_shard_name(FunctionCallInfo fcinfo, RouteDirectory *dir, int32 shard)
+directory_shard_name(RouteCallSite *call, RouteDirectory *dir, int32 shard)
 {
-	RouteCall  *call = (RouteCall *) fcinfo->flinfo->fn_extra;
 	text	   *name;
 
 	/* older copies stay: results handed out may still point at them */
 	if (call->names_load != dir->load_id)
 	{
-		call->names = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+		call->names = MemoryContextAllocZero(call->mcxt,
 											 sizeof(text *) * Max(dir->nshards, 1));
 		call->names_load = dir->load_id;
 	}
 	if (call->names[shard] == NULL)
 	{
 		name = dir->shards[shard].name;
-		call->names[shard] = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, VARSIZE(name));
+		call->names[shard] = MemoryContextAlloc(call->mcxt, VARSIZE(name));
 		memcpy(call->names[shard], name, VARSIZE(name));
 	}
 	return call->names[shard];

@@ -14,12 +14,13 @@
 #include "storage/itemptr.h"
 
 #include "directory.h"
+#include "states.h"
 #include "step_index.h"
 
 typedef struct RouteShard
 {
 	text	   *name;			/* 4-byte header; routing returns a copy */
-	char		state;			/* 'a'ctive, 'd'raining, 'r'etired */
+	int			state;			/* shard_state, or -1 while being read */
 } RouteShard;
 
 /* A migration step in flight (copying or fenced) of a running migration. */
@@ -78,13 +79,31 @@ typedef struct RouteDirectory
 } RouteDirectory;
 
 /*
+ * A call site's routing state: the directory state it used last, the
+ * snapshot that state was chosen for, and its copies of shard names.
+ * Every caller of the cache holds one: a SQL routing function in its
+ * fn_extra (route_call_site), the guard one a session (shard_guard.c),
+ * the fence its caller's.  Its memory is the context given, which must
+ * outlive every shard name handed out.
+ */
+typedef struct RouteCallSite RouteCallSite;
+
+extern RouteCallSite *route_call_site_create(MemoryContext mcxt);
+
+/*
+ * The call site of a SQL-callable function, in its fn_extra: the only
+ * place the routing cache meets fcinfo.
+ */
+extern RouteCallSite *route_call_site(FunctionCallInfo fcinfo);
+
+/*
  * The directory as the calling statement's snapshot sees it, for the
  * current user: 42704 for an unknown directory; the tables are locked
- * until the transaction ends.  Remembered in fn_extra for the following
- * calls with the same snapshot.  Valid until the next call of a routing
- * function: routing functions return copies.
+ * until the transaction ends.  Remembered in the call site for the
+ * following calls with the same snapshot.  Valid until the site's next
+ * lookup: routing functions return copies.
  */
-extern RouteDirectory *directory_for_call(FunctionCallInfo fcinfo, text *name);
+extern RouteDirectory *directory_for_site(RouteCallSite *site, text *name);
 
 /*
  * The latest committed state of the directory (with this transaction's
@@ -97,15 +116,15 @@ extern RouteDirectory *directory_for_call(FunctionCallInfo fcinfo, text *name);
  * fence's lock protocol (fence.c) never depends on one.  The tables are
  * not locked when the cached state is used.
  */
-extern RouteDirectory *directory_latest(FunctionCallInfo fcinfo, text *name);
+extern RouteDirectory *directory_latest(RouteCallSite *site, text *name);
 
 /*
- * The calling function's own copy of a shard name.  Made once per call
- * site and directory state, in fn_mcxt, which outlives every use of the
- * result (a CALL argument too), unlike the cache entry; a palloc per row
- * would cost a fifth of chash_route.
+ * The call site's own copy of a shard name.  Made once per call site and
+ * directory state, in the site's memory (a function's fn_mcxt, which
+ * outlives every use of the result, a CALL argument too), unlike the
+ * cache entry; a palloc per row would cost a fifth of chash_route.
  */
-extern text *directory_shard_name(FunctionCallInfo fcinfo, RouteDirectory *dir, int32 shard);
+extern text *directory_shard_name(RouteCallSite *site, RouteDirectory *dir, int32 shard);
 
 /*
  * Called by the invalidation trigger: this transaction changed directory

@@ -22,69 +22,9 @@
 #include "utils/rel.h"
 
 #include "directory_load.h"
-
-/* Steps merged or tenants indexed between two interrupt checks. */
-#define LOAD_PIECE 65536
-
-#define COLUMN(loader, c) ((loader)->catalog->columns[c])
-
-/* 55000 for a row of table that routing cannot use. */
-static void
-pg_attribute_noreturn()
-bad_row(const char *name, int name_len, const char *table, char *detail)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("directory \"%.*s\" has an invalid row in table \"%s\"",
-					chash_quote_len(name, name_len), name, table),
-			 errdetail_internal("%s", detail),
-			 errhint("Correct or delete the row; routing through the directory fails until then.")));
-}
-
-#define BAD_ROW(loader, table, ...) \
-	bad_row((loader)->dir->name, (loader)->dir->name_len, (table), psprintf(__VA_ARGS__))
-
-/* A quoted piece of user text for a detail message. */
-static char *
-quoted(text *t)
-{
-	const char *s = VARDATA_ANY(t);
-	size_t		len = VARSIZE_ANY_EXHDR(t);
-
-	return psprintf("\"%.*s\"", chash_quote_len(s, len), s);
-}
-
-static bool
-text_equals(text *t, const char *s)
-{
-	size_t		len = strlen(s);
-
-	return VARSIZE_ANY_EXHDR(t) == len && memcmp(VARDATA_ANY(t), s, len) == 0;
-}
-
-static Datum
-get_column(HeapTuple tuple, TupleDesc desc, AttrNumber attnum, bool *isnull)
-{
-	return heap_getattr(tuple, attnum, desc, isnull);
-}
-
-static text *
-get_text(HeapTuple tuple, TupleDesc desc, AttrNumber attnum)
-{
-	bool		isnull;
-	Datum		d = heap_getattr(tuple, attnum, desc, &isnull);
-
-	return isnull ? NULL : DatumGetTextPP(d);
-}
-
-/* A key "column = name" on a text column. */
-static void
-name_key(ScanKeyData *key, Relation rel, AttrNumber attnum, text *name)
-{
-	ScanKeyEntryInitialize(key, 0, attnum, BTEqualStrategyNumber, InvalidOid,
-						   TupleDescAttr(RelationGetDescr(rel), attnum - 1)->attcollation,
-						   F_TEXTEQ, PointerGetDatum(name));
-}
+#include "directory_rows.h"
+#include "redis_slot.h"
+#include "shard_names.h"
 
 bool
 directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapshot,
@@ -100,38 +40,44 @@ directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapsho
 	bool		found = false;
 	const char *table = directory_table_names[T_DIRECTORY];
 
-	name_key(&key, rel, catalog->columns[C_DIRECTORY_NAME], name);
+	directory_name_key(&key, rel, catalog->columns[C_DIRECTORY_NAME], name);
 	scan = systable_beginscan(rel, catalog->indexes[T_DIRECTORY], true, snapshot, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
 		bool		null_count;
 		bool		null_version;
-		Datum		count = get_column(tuple, desc, catalog->columns[C_DIRECTORY_SLOT_COUNT], &null_count);
-		Datum		version = get_column(tuple, desc, catalog->columns[C_DIRECTORY_VERSION], &null_version);
-		text	   *method = get_text(tuple, desc, catalog->columns[C_DIRECTORY_SLOT_METHOD]);
-		text	   *ktype = get_text(tuple, desc, catalog->columns[C_DIRECTORY_KEY_TYPE]);
+		Datum		count = directory_row_value(tuple, desc, catalog->columns[C_DIRECTORY_SLOT_COUNT], &null_count);
+		Datum		version = directory_row_value(tuple, desc, catalog->columns[C_DIRECTORY_VERSION], &null_version);
+		text	   *method = directory_row_text(tuple, desc, catalog->columns[C_DIRECTORY_SLOT_METHOD]);
+		text	   *ktype = directory_row_text(tuple, desc, catalog->columns[C_DIRECTORY_KEY_TYPE]);
 
 		if (found)
-			bad_row(n, n_len, table, pstrdup("The directory has more than one row."));
+			directory_bad_row(n, n_len, table, pstrdup("The directory has more than one row."));
 		found = true;
 		if (null_count || null_version || method == NULL || ktype == NULL)
-			bad_row(n, n_len, table,
+			directory_bad_row(n, n_len, table,
 					pstrdup("Its slot_count, slot_method, key_type and version must not be null."));
 		row->slot_count = DatumGetInt32(count);
-		if (row->slot_count < 1 || row->slot_count > DIRECTORY_MAX_SLOTS)
-			bad_row(n, n_len, table,
-					psprintf("Its slot_count is %d; it must be between 1 and %d.",
-							 row->slot_count, DIRECTORY_MAX_SLOTS));
-		if (slot_method_parse(VARDATA_ANY(method), VARSIZE_ANY_EXHDR(method), &row->method) != 0)
-			bad_row(n, n_len, table, psprintf("Its slot_method %s is not one of the slot methods.",
-											  quoted(method)));
+		switch (directory_layout_check(row->slot_count, VARDATA_ANY(method),
+									   VARSIZE_ANY_EXHDR(method), &row->method))
+		{
+			case LAYOUT_OK:
+				break;
+			case LAYOUT_SLOT_COUNT:
+				directory_bad_row(n, n_len, table,
+						psprintf("Its slot_count is %d; it must be between 1 and %d.",
+								 row->slot_count, DIRECTORY_MAX_SLOTS));
+			case LAYOUT_METHOD:
+				directory_bad_row(n, n_len, table, psprintf("Its slot_method %s is not one of the slot methods.",
+												  directory_quoted(method)));
+			case LAYOUT_REDIS_SLOTS:
+				directory_bad_row(n, n_len, table,
+						psprintf("Its slot method is \"redis\" and its slot_count %d, not %d.",
+								 row->slot_count, REDIS_CLUSTER_SLOTS));
+		}
 		if (key_type_parse(VARDATA_ANY(ktype), VARSIZE_ANY_EXHDR(ktype), &row->ktype) != 0)
-			bad_row(n, n_len, table, psprintf("Its key_type %s is not one of the key types.",
-											  quoted(ktype)));
-		if (row->method == SLOT_METHOD_REDIS && row->slot_count != 16384)
-			bad_row(n, n_len, table,
-					psprintf("Its slot method is \"redis\" and its slot_count %d, not 16384.",
-							 row->slot_count));
+			directory_bad_row(n, n_len, table, psprintf("Its key_type %s is not one of the key types.",
+											  directory_quoted(ktype)));
 		row->version = DatumGetInt64(version);
 		row->tid = tuple->t_self;
 		row->xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
@@ -139,52 +85,6 @@ directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapsho
 	systable_endscan(scan);
 	table_close(rel, NoLock);
 	return found;
-}
-
-/* The index of a shard named in a row; -1 when it is null or unknown. */
-int32
-directory_loader_shard_index(DirectoryLoader *loader, text *shard)
-{
-	RouteDirectory *dir = loader->dir;
-	const char *s;
-	uint32		len;
-	const tenant_map_entry *e;
-
-	if (shard == NULL)
-		return -1;
-	s = VARDATA_ANY(shard);
-	len = VARSIZE_ANY_EXHDR(shard);
-	if (loader->last_shard >= 0 &&
-		VARSIZE(dir->shards[loader->last_shard].name) - VARHDRSZ == len &&
-		memcmp(VARDATA(dir->shards[loader->last_shard].name), s, len) == 0)
-		return loader->last_shard;
-	e = tenant_map_get(&loader->shard_map, xxh64_hash(s, len, 0), s, len);
-	if (e == NULL)
-		return -1;
-	loader->last_shard = e->value;
-	return e->value;
-}
-
-/* The 55000 for a row whose shard shard_index() refused. */
-void
-directory_loader_bad_shard(DirectoryLoader *loader, const char *table, char *row_desc, text *shard)
-{
-	if (shard == NULL)
-		BAD_ROW(loader, table, "%s has a null shard.", row_desc);
-	BAD_ROW(loader, table, "%s names shard %s, which is not a shard of the directory.",
-			row_desc, quoted(shard));
-}
-
-/* A tenant of a row: not null and in the key type's canonical form. */
-text *
-directory_loader_tenant(DirectoryLoader *loader, text *tenant, const char *table, const char *row_desc)
-{
-	if (tenant == NULL)
-		BAD_ROW(loader, table, "%s has a null tenant.", row_desc);
-	if (!tenant_is_canonical(loader->dir->ktype, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant)))
-		BAD_ROW(loader, table, "%s has tenant %s, which is not a canonical %s.",
-				row_desc, quoted(tenant), key_type_name(loader->dir->ktype));
-	return tenant;
 }
 
 static void
@@ -201,12 +101,12 @@ load_shards(DirectoryLoader *loader)
 
 	dir->shards = palloc(sizeof(RouteShard) * capacity);
 	dir->nshards = 0;
-	name_key(&key, rel, COLUMN(loader, C_SHARD_DIRECTORY), loader->name);
+	directory_name_key(&key, rel, COLUMN(loader, C_SHARD_DIRECTORY), loader->name);
 	scan = systable_beginscan(rel, loader->catalog->indexes[T_SHARD], true, loader->snapshot, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		text	   *name = get_text(tuple, desc, COLUMN(loader, C_SHARD_SHARD));
-		text	   *state = get_text(tuple, desc, COLUMN(loader, C_SHARD_STATE));
+		text	   *name = directory_row_text(tuple, desc, COLUMN(loader, C_SHARD_SHARD));
+		text	   *state = directory_row_text(tuple, desc, COLUMN(loader, C_SHARD_STATE));
 		RouteShard *s;
 
 		CHECK_FOR_INTERRUPTS();
@@ -220,40 +120,16 @@ load_shards(DirectoryLoader *loader)
 		s = &dir->shards[dir->nshards++];
 		/* a plain 4-byte-header copy, which routing copies out as is */
 		s->name = cstring_to_text_with_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
-		if (state != NULL && text_equals(state, "active"))
-			s->state = 'a';
-		else if (state != NULL && text_equals(state, "draining"))
-			s->state = 'd';
-		else if (state != NULL && text_equals(state, "retired"))
-			s->state = 'r';
-		else
-			BAD_ROW(loader, table, "Shard %s has state %s; it must be active, draining or retired.",
-					quoted(name), state ? quoted(state) : "null");
+		s->state = directory_row_state(state, STATE_SHARD);
+		if (s->state < 0)
+			BAD_ROW(loader, table, "Shard %s has state %s; it must be %s.",
+					directory_quoted(name), state ? directory_quoted(state) : "null",
+					directory_state_list(STATE_SHARD));
 	}
 	systable_endscan(scan);
 	table_close(rel, NoLock);
 
 	directory_loader_map_shards(loader);
-}
-
-void
-directory_loader_map_shards(DirectoryLoader *loader)
-{
-	RouteDirectory *dir = loader->dir;
-	size_t		map_capacity = tenant_map_capacity(dir->nshards);
-
-	tenant_map_init(&loader->shard_map, palloc0(sizeof(tenant_map_entry) * map_capacity),
-					map_capacity, NULL, 0);
-	loader->last_shard = -1;
-	for (int i = 0; i < dir->nshards; i++)
-	{
-		text	   *n = dir->shards[i].name;
-
-		CHECK_FOR_INTERRUPTS();
-		if (!tenant_map_put(&loader->shard_map, xxh64_hash(VARDATA(n), VARSIZE(n) - VARHDRSZ, 0),
-							VARDATA(n), VARSIZE(n) - VARHDRSZ, i))
-			BAD_ROW(loader, directory_table_names[T_SHARD], "Shard %s appears more than once.", quoted(n));
-	}
 }
 
 static void
@@ -274,7 +150,7 @@ load_slots(DirectoryLoader *loader)
 
 	dir->slot_owner = palloc(sizeof(int32) * dir->slot_count);
 	memset(dir->slot_owner, 0xff, sizeof(int32) * dir->slot_count);	/* -1: no owner yet */
-	name_key(&key, rel, COLUMN(loader, C_SLOT_DIRECTORY), loader->name);
+	directory_name_key(&key, rel, COLUMN(loader, C_SLOT_DIRECTORY), loader->name);
 
 	/*
 	 * Slots land in the array by number, so any order will do.  When the
@@ -340,12 +216,12 @@ load_overrides(DirectoryLoader *loader)
 	size_t		map_capacity;
 	size_t		words;
 
-	name_key(&key, rel, COLUMN(loader, C_OVERRIDE_DIRECTORY), loader->name);
+	directory_name_key(&key, rel, COLUMN(loader, C_OVERRIDE_DIRECTORY), loader->name);
 	scan = systable_beginscan(rel, loader->catalog->indexes[T_OVERRIDE], true, loader->snapshot, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		text	   *tenant = get_text(tuple, desc, COLUMN(loader, C_OVERRIDE_TENANT));
-		text	   *shard = get_text(tuple, desc, COLUMN(loader, C_OVERRIDE_SHARD));
+		text	   *tenant = directory_row_text(tuple, desc, COLUMN(loader, C_OVERRIDE_TENANT));
+		text	   *shard = directory_row_text(tuple, desc, COLUMN(loader, C_OVERRIDE_SHARD));
 
 		CHECK_FOR_INTERRUPTS();
 		directory_loader_tenant(loader, tenant, table, "An override");
@@ -361,7 +237,7 @@ load_overrides(DirectoryLoader *loader)
 		memcpy(data[count], VARDATA_ANY(tenant), lens[count]);
 		shards[count] = directory_loader_shard_index(loader, shard);
 		if (shards[count] < 0)
-			directory_loader_bad_shard(loader, table, psprintf("The override of tenant %s", quoted(tenant)), shard);
+			directory_loader_bad_shard(loader, table, psprintf("The override of tenant %s", directory_quoted(tenant)), shard);
 		count++;
 	}
 	systable_endscan(scan);
@@ -383,102 +259,6 @@ load_overrides(DirectoryLoader *loader)
 	pfree(shards);
 }
 
-/*
- * Reads the steps of one running migration (or its step only_step, when
- * not 0); keeps those in flight, appending to refs and dir->steps.
- */
-void
-directory_load_migration_steps(DirectoryLoader *loader, Relation rel, int64 migration,
-							   int32 only_step, step_ref **refs, int *count, int *capacity)
-{
-	RouteDirectory *dir = loader->dir;
-	TupleDesc	desc = RelationGetDescr(rel);
-	const char *table = directory_table_names[T_STEP];
-	ScanKeyData key[2];
-	SysScanDesc scan;
-	HeapTuple	tuple;
-
-	ScanKeyInit(&key[0], COLUMN(loader, C_STEP_MIGRATION), BTEqualStrategyNumber, F_INT8EQ,
-				Int64GetDatum(migration));
-	ScanKeyInit(&key[1], COLUMN(loader, C_STEP_STEP), BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum(only_step));
-	/* all steps of a migration: only those in flight, when an index has them */
-	if (only_step == 0 && OidIsValid(loader->catalog->step_in_flight))
-		scan = systable_beginscan(rel, loader->catalog->step_in_flight, true, loader->snapshot, 1, key);
-	else
-		scan = systable_beginscan(rel, loader->catalog->indexes[T_STEP], true, loader->snapshot,
-								  only_step != 0 ? 2 : 1, key);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		text	   *state = get_text(tuple, desc, COLUMN(loader, C_STEP_STATE));
-		bool		step_null;
-		bool		slot_null;
-		Datum		step_d = get_column(tuple, desc, COLUMN(loader, C_STEP_STEP), &step_null);
-		Datum		slot_d = get_column(tuple, desc, COLUMN(loader, C_STEP_SLOT), &slot_null);
-		text	   *tenant = get_text(tuple, desc, COLUMN(loader, C_STEP_TENANT));
-		text	   *to_shard;
-		int32		step;
-		char	   *row_desc;
-		step_ref   *r;
-		RouteStep  *s;
-
-		CHECK_FOR_INTERRUPTS();
-		if (step_null)
-			BAD_ROW(loader, table, "A step of migration " INT64_FORMAT " has a null step number.",
-					migration);
-		step = DatumGetInt32(step_d);
-		if (state == NULL ||
-			!(text_equals(state, "pending") || text_equals(state, "copying") ||
-			  text_equals(state, "fenced") || text_equals(state, "done") ||
-			  text_equals(state, "cancelled")))
-			BAD_ROW(loader, table,
-					"Step %d of migration " INT64_FORMAT " has state %s; it must be pending, copying, fenced, done or cancelled.",
-					step, migration, state ? quoted(state) : "null");
-		if (!text_equals(state, "copying") && !text_equals(state, "fenced"))
-			continue;
-
-		row_desc = psprintf("Step %d of migration " INT64_FORMAT, step, migration);
-		if (slot_null == (tenant == NULL))
-			BAD_ROW(loader, table, "%s must have either a slot or a tenant.", row_desc);
-		if (*count == *capacity)
-		{
-			*capacity *= 2;
-			*refs = repalloc_huge(*refs, sizeof(step_ref) * *capacity);
-			dir->steps = repalloc_huge(dir->steps, sizeof(RouteStep) * *capacity);
-		}
-		r = &(*refs)[*count];
-		s = &dir->steps[*count];
-		memset(r, 0, sizeof(*r));
-		r->migration = s->migration = migration;
-		r->step = s->step = step;
-		r->value = *count;
-		if (!slot_null)
-		{
-			r->slot = DatumGetInt32(slot_d);
-			if (r->slot < 0 || r->slot >= dir->slot_count)
-				BAD_ROW(loader, table, "%s moves slot %d; the directory's slots are 0 .. %d.",
-						row_desc, r->slot, dir->slot_count - 1);
-		}
-		else
-		{
-			directory_loader_tenant(loader, tenant, table, row_desc);
-			r->slot = -1;
-			r->tenant_len = VARSIZE_ANY_EXHDR(tenant);
-			r->tenant = memcpy(palloc(r->tenant_len + 1), VARDATA_ANY(tenant), r->tenant_len);
-			r->tenant_hash = xxh64_hash(r->tenant, r->tenant_len, 0);
-		}
-		s->slot = r->slot;
-		s->fenced = text_equals(state, "fenced");
-		to_shard = get_text(tuple, desc, COLUMN(loader, C_STEP_TO_SHARD));
-		s->to_shard = directory_loader_shard_index(loader, to_shard);
-		if (s->to_shard < 0)
-			directory_loader_bad_shard(loader, table, row_desc, to_shard);
-		pfree(row_desc);
-		(*count)++;
-	}
-	systable_endscan(scan);
-}
-
 /* Steps in flight: copying or fenced steps of running migrations. */
 static void
 load_steps(DirectoryLoader *loader)
@@ -496,24 +276,25 @@ load_steps(DirectoryLoader *loader)
 
 	dir->steps = palloc(sizeof(RouteStep) * capacity);
 	/* chash_migration_running indexes running migrations by directory */
-	name_key(&key, mrel, COLUMN(loader, C_MIGRATION_DIRECTORY), loader->name);
+	directory_name_key(&key, mrel, COLUMN(loader, C_MIGRATION_DIRECTORY), loader->name);
 	scan = systable_beginscan(mrel, loader->catalog->indexes[T_MIGRATION], true, loader->snapshot, 1, &key);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
 	{
-		text	   *status = get_text(tuple, mdesc, COLUMN(loader, C_MIGRATION_STATUS));
+		text	   *status = directory_row_text(tuple, mdesc, COLUMN(loader, C_MIGRATION_STATUS));
 		bool		id_null;
-		Datum		id = get_column(tuple, mdesc, COLUMN(loader, C_MIGRATION_ID), &id_null);
+		Datum		id = directory_row_value(tuple, mdesc, COLUMN(loader, C_MIGRATION_ID), &id_null);
+		int			state;
 
 		CHECK_FOR_INTERRUPTS();
 		if (id_null)
 			BAD_ROW(loader, directory_table_names[T_MIGRATION], "A migration has a null id.");
-		if (status == NULL ||
-			!(text_equals(status, "running") || text_equals(status, "done") ||
-			  text_equals(status, "cancelled")))
+		state = directory_row_state(status, STATE_MIGRATION);
+		if (state < 0)
 			BAD_ROW(loader, directory_table_names[T_MIGRATION],
-					"Migration " INT64_FORMAT " has status %s; it must be running, done or cancelled.",
-					DatumGetInt64(id), status ? quoted(status) : "null");
-		if (!text_equals(status, "running"))
+					"Migration " INT64_FORMAT " has status %s; it must be %s.",
+					DatumGetInt64(id), status ? directory_quoted(status) : "null",
+					directory_state_list(STATE_MIGRATION));
+		if (state != MIGRATION_RUNNING)
 			continue;
 		directory_load_migration_steps(loader, srel, DatumGetInt64(id), 0, &refs, &count, &capacity);
 	}
@@ -521,36 +302,6 @@ load_steps(DirectoryLoader *loader)
 	table_close(srel, NoLock);
 	table_close(mrel, NoLock);
 	directory_index_steps(loader, refs, count);
-}
-
-void
-directory_index_steps(DirectoryLoader *loader, step_ref *refs, int count)
-{
-	RouteDirectory *dir = loader->dir;
-	step_ref   *sorted;
-	step_sort	sort;
-	size_t		ntenants;
-	size_t		map_capacity;
-	size_t		words;
-
-	/* Sorted in pieces: there are as many steps as the table holds. */
-	step_sort_begin(&sort, refs, palloc(sizeof(step_ref) * Max(count, 1)), count);
-	do
-		CHECK_FOR_INTERRUPTS();
-	while (!step_sort_continue(&sort, LOAD_PIECE));
-	sorted = step_sort_result(&sort);
-
-	ntenants = step_index_tenant_steps(sorted, count);
-	map_capacity = tenant_map_capacity(ntenants);
-	words = tenant_map_filter_words(ntenants);
-	step_index_init(&dir->step_index, sorted, count,
-					palloc0(sizeof(tenant_map_entry) * map_capacity), map_capacity,
-					palloc0(sizeof(uint64) * words), words);
-	for (size_t from = 0; from < ntenants; from += LOAD_PIECE)
-	{
-		CHECK_FOR_INTERRUPTS();
-		(void) step_index_add_tenants(&dir->step_index, from, Min(from + LOAD_PIECE, ntenants));
-	}
 }
 
 RouteDirectory *
@@ -583,7 +334,6 @@ directory_load(const DirectoryCatalog *catalog, text *name, const DirectoryRow *
 	loader.dir = dir;
 	loader.name = name;
 	loader.snapshot = snapshot;
-	loader.last_shard = -1;
 	load_shards(&loader);
 	load_slots(&loader);
 	load_overrides(&loader);

@@ -38,28 +38,4 @@ extern bool directory_read_row(const DirectoryCatalog *catalog, text *name,
 extern RouteDirectory *directory_load(const DirectoryCatalog *catalog, text *name,
 									  const DirectoryRow *row, Snapshot snapshot);
 
-/* What the loaders share while building (or catching up) one directory. */
-typedef struct DirectoryLoader
-{
-	const DirectoryCatalog *catalog;
-	RouteDirectory *dir;
-	text	   *name;
-	Snapshot	snapshot;
-	tenant_map	shard_map;		/* shard name -> index into dir->shards */
-	int32		last_shard;		/* slots come in runs of one owner */
-} DirectoryLoader;
-
-/* The pieces directory_apply.c shares with the loader. */
-extern void directory_loader_map_shards(DirectoryLoader *loader);
-extern int32 directory_loader_shard_index(DirectoryLoader *loader, text *shard);
-extern void directory_loader_bad_shard(DirectoryLoader *loader, const char *table,
-									   char *row_desc, text *shard) pg_attribute_noreturn();
-extern text *directory_loader_tenant(DirectoryLoader *loader, text *tenant, const char *table,
-									 const char *row_desc);
-extern void directory_load_migration_steps(DirectoryLoader *loader, Relation rel, int64 migration,
-										   int32 only_step, step_ref **refs, int *count,
-										   int *capacity);
-/* Sorts refs (dir->steps by value) into dir->step_index, in CurrentMemoryContext. */
-extern void directory_index_steps(DirectoryLoader *loader, step_ref *refs, int count);
-
 #endif

@@ -131,10 +131,10 @@ lock_writer_tags(const char *dir, size_t dir_len, int32 slot, const char *tenant
 }
 
 RouteDirectory *
-fence_admit_write(FunctionCallInfo fcinfo, text *name, const char *tenant, size_t len,
+fence_admit_write(RouteCallSite *site, text *name, const char *tenant, size_t len,
 				  TenantRoute *route)
 {
-	RouteDirectory *dir = directory_latest(fcinfo, name);
+	RouteDirectory *dir = directory_latest(site, name);
 	uint64		routed = dir->load_id;
 	int32		locked;
 
@@ -145,7 +145,7 @@ fence_admit_write(FunctionCallInfo fcinfo, text *name, const char *tenant, size_
 		locked = route->slot;
 		lock_writer_tags(dir->name, dir->name_len, locked, route->tenant, route->tenant_len);
 		/* a fence committed while we waited for its tag is in this state */
-		dir = directory_latest(fcinfo, name);
+		dir = directory_latest(site, name);
 		if (dir->load_id != routed)
 		{
 			route_tenant(dir, tenant, len, route);
@@ -330,13 +330,14 @@ wait_fence_steps(text *dir, int64 migration, ArrayType *steps)
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
 			int32		step = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
-			char	   *state = SPI_getvalue(tuple, desc, 2);
+			char	   *name = SPI_getvalue(tuple, desc, 2);
+			int			state = name != NULL ? state_parse(STATE_STEP, name, strlen(name)) : -1;
 
-			if (state != NULL && strcmp(state, "cancelled") == 0)
+			if (state == STEP_CANCELLED)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("step %d of migration " INT64_FORMAT " was cancelled", step, migration)));
-			all_fenced = state != NULL && (strcmp(state, "fenced") == 0 || strcmp(state, "done") == 0);
+			all_fenced = state == STEP_FENCED || state == STEP_DONE;
 		}
 		if (all_fenced)
 			break;
@@ -433,11 +434,12 @@ chash_route_for_write(PG_FUNCTION_ARGS)
 {
 	text	   *name = PG_GETARG_TEXT_PP(0);
 	text	   *tenant = PG_GETARG_TEXT_PP(1);
+	RouteCallSite *site = route_call_site(fcinfo);
 	RouteDirectory *dir;
 	TenantRoute route;
 
-	dir = fence_admit_write(fcinfo, name, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &route);
+	dir = fence_admit_write(site, name, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), &route);
 	if (route.step != NULL && route.step->fenced)
 		fence_report_fenced(dir, &route);
-	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, route.owner));
+	PG_RETURN_TEXT_P(directory_shard_name(site, dir, route.owner));
 }

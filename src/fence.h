@@ -7,8 +7,6 @@
 
 #include "postgres.h"
 
-#include "fmgr.h"
-
 #include "directory_cache.h"
 #include "route.h"
 
@@ -16,9 +14,9 @@
  * Admits a write of a tenant: takes the writer's tags for its slot and
  * tenant (held until the transaction ends), then routes it by the latest
  * committed state, which the caller checks.  Any fence that state does not
- * show waits for this transaction.
+ * show waits for this transaction.  site: the caller's routing call site.
  */
-extern RouteDirectory *fence_admit_write(FunctionCallInfo fcinfo, text *name,
+extern RouteDirectory *fence_admit_write(RouteCallSite *site, text *name,
 										 const char *tenant, size_t len,
 										 TenantRoute *route);
 

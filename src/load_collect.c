@@ -53,7 +53,7 @@ report_shard_failure(PGconn *conn, PGresult *res, const char *server)
 	PQclear(res);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_FAILURE),
-			 errmsg("query on shard server \"%s\" failed", remote_conninfo_display(server)),
+			 errmsg("query on shard server \"%s\" failed", conninfo_display(server)),
 			 errdetail_internal("%s", msg)));
 }
 
@@ -114,7 +114,7 @@ chash_shard_fetch(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("extension \"chash\" is not installed on shard server \"%s\"",
-							remote_conninfo_display(server))));
+							conninfo_display(server))));
 		}
 		schema = pstrdup(quote_identifier(PQgetvalue(res, 0, 0)));
 		PQclear(res);

@@ -16,12 +16,15 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
 #include "load_stats.h"
 #include "planner.h"
+#include "shard_names.h"
+#include "states.h"
 
 PG_FUNCTION_INFO_V1(chash_plan_rebalance);
 
@@ -81,34 +84,6 @@ spi_value(int row, int col, bool *isnull)
 }
 
 /*
- * Index of the name (len bytes, no NUL) among the sorted shard names, or
- * -1.  It compares in place: this runs once per slot row.
- */
-static int32
-shard_index(const plan_input *in, const char *name, int len)
-{
-	int32		lo = 0;
-	int32		hi = in->nshards - 1;
-
-	while (lo <= hi)
-	{
-		int32		mid = lo + (hi - lo) / 2;
-		int			c = strncmp(in->names[mid], name, len);
-
-		if (c == 0 && in->names[mid][len] != '\0')
-			c = 1;				/* longer, with name as its prefix */
-
-		if (c == 0)
-			return mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid - 1;
-	}
-	return -1;
-}
-
-/*
  * Fills in->owners (slot_count entries) from the slot rows, read through a
  * cursor in slot order; every slot 0 .. slot_count - 1 must be there once.
  */
@@ -120,7 +95,16 @@ read_owners(const char *schema, text *directory, plan_input *in)
 	Datum		values[1] = {PointerGetDatum(directory)};
 	Portal		portal;
 	int64		count = 0;
+	size_t		capacity = shard_names_capacity(in->nshards);
+	shard_names names;
 
+	/* the shards' names are distinct: chash_shard's key */
+	shard_names_init(&names, palloc0(sizeof(tenant_map_entry) * capacity), capacity);
+	for (int32 i = 0; i < in->nshards; i++)
+	{
+		chash_check_interrupts_every(i);
+		(void) shard_names_add(&names, in->names[i], strlen(in->names[i]), i);
+	}
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT slot, shard FROM %s.chash_slot WHERE directory = $1 ORDER BY slot",
 					 schema);
@@ -135,7 +119,7 @@ read_owners(const char *schema, text *directory, plan_input *in)
 			bool		isnull;
 			int32		slot = DatumGetInt32(spi_value((int) r, 1, &isnull));
 			text	   *name = DatumGetTextPP(spi_value((int) r, 2, &isnull));
-			int32		i = shard_index(in, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+			int32		i = shard_names_find(&names, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
 
 			if (slot != count || count >= in->slot_count || i < 0)
 				ereport(ERROR,
@@ -150,6 +134,7 @@ read_owners(const char *schema, text *directory, plan_input *in)
 		SPI_freetuptable(SPI_tuptable);
 	}
 	SPI_cursor_close(portal);
+	pfree(names.map.entries);
 	if (count != in->slot_count)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -220,8 +205,18 @@ read_directory(FunctionCallInfo fcinfo, text *directory, plan_input *in, bool lo
 										   TextDatumGetCString(spi_value(i, 1, &isnull)));
 		in->shards[i].weight = DatumGetFloat8(spi_value(i, 2, &isnull));
 		state = TextDatumGetCString(spi_value(i, 3, &isnull));
-		in->shards[i].state = strcmp(state, "active") == 0 ? PLANNER_ACTIVE :
-			strcmp(state, "draining") == 0 ? PLANNER_DRAINING : PLANNER_RETIRED;
+		switch (state_parse(STATE_SHARD, state, strlen(state)))
+		{
+			case SHARD_ACTIVE:
+				in->shards[i].state = PLANNER_ACTIVE;
+				break;
+			case SHARD_DRAINING:
+				in->shards[i].state = PLANNER_DRAINING;
+				break;
+			default:
+				in->shards[i].state = PLANNER_RETIRED;
+				break;
+		}
 	}
 
 	/*

@@ -15,35 +15,8 @@
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 
+#include "conninfo.h"
 #include "remote.h"
-
-char *
-remote_conninfo_display(const char *conninfo)
-{
-	static const char *const shown[] = {"host", "hostaddr", "port", "dbname"};
-	PQconninfoOption *opts;
-	StringInfoData buf;
-
-	opts = PQconninfoParse(conninfo, NULL);
-	if (opts == NULL)
-		return pstrdup("(invalid connection string)");
-	initStringInfo(&buf);
-	for (int k = 0; k < lengthof(shown); k++)
-	{
-		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
-		{
-			if (strcmp(o->keyword, shown[k]) != 0 || o->val == NULL || o->val[0] == '\0')
-				continue;
-			if (buf.len > 0)
-				appendStringInfoChar(&buf, ' ');
-			appendStringInfo(&buf, "%s=%s", o->keyword, o->val);
-		}
-	}
-	PQconninfoFree(opts);
-	if (buf.len == 0)
-		appendStringInfoString(&buf, "(defaults)");
-	return buf.data;
-}
 
 char *
 remote_message(PGconn *conn, PGresult *res)
@@ -141,7 +114,7 @@ remote_connect_as(const char *conninfo, const char *what, bool replication, Time
 	if (conn == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not connect to %s \"%s\"", what, remote_conninfo_display(conninfo)),
+				 errmsg("could not connect to %s \"%s\"", what, conninfo_display(conninfo)),
 				 errdetail_internal("%s", msg)));
 	return conn;
 }
@@ -223,19 +196,44 @@ remote_command(PGconn *conn, const char *what, const char *conninfo, const char 
 			last = res;
 		}
 	}
-	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
-	{
-		char	   *msg = remote_message(conn, last);
-		const char *state = last ? PQresultErrorField(last, PG_DIAG_SQLSTATE) : NULL;
-		int			code = ERRCODE_CONNECTION_FAILURE;
-
-		if (state && strlen(state) == 5)
-			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
-		PQclear(last);
-		ereport(ERROR,
-				(errcode(code),
-				 errmsg("command on %s \"%s\" failed", what, remote_conninfo_display(conninfo)),
-				 errdetail_internal("%s", msg)));
-	}
+	if (!remote_succeeded(last))
+		remote_report_failure(conn, last, psprintf("command on %s \"%s\" failed", what,
+												   conninfo_display(conninfo)), NULL);
 	return last;
+}
+
+bool
+remote_succeeded(PGresult *res)
+{
+	return res != NULL && (PQresultStatus(res) == PGRES_TUPLES_OK ||
+						   PQresultStatus(res) == PGRES_COMMAND_OK);
+}
+
+void
+remote_report_failure(PGconn *conn, PGresult *res, char *message, const char *hint)
+{
+	char	   *msg = remote_message(conn, res);
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	int			code = ERRCODE_CONNECTION_FAILURE;
+
+	if (state && strlen(state) == 5)
+		code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+	PQclear(res);
+	ereport(ERROR,
+			(errcode(code),
+			 errmsg_internal("%s", message),
+			 errdetail_internal("%s", msg),
+			 hint ? errhint("%s", hint) : 0));
+}
+
+PGresult *
+remote_query(PGconn *conn, const char *what, const char *conninfo, const char *query,
+			 int nparams, const char *const *params)
+{
+	PGresult   *res = remote_exec(conn, query, nparams, params, 0);
+
+	if (!remote_succeeded(res))
+		remote_report_failure(conn, res, psprintf("query on %s \"%s\" failed", what,
+												  conninfo_display(conninfo)), NULL);
+	return res;
 }

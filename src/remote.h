@@ -12,8 +12,8 @@
 
 #include "libpq-fe.h"
 
-/* "host=... port=... dbname=..." of a conninfo: never its password. */
-extern char *remote_conninfo_display(const char *conninfo);
+#include "conninfo.h"
+
 
 /* The server's error of a failed connection or result, one line. */
 extern char *remote_message(PGconn *conn, PGresult *res);
@@ -46,5 +46,20 @@ extern PGresult *remote_exec(PGconn *conn, const char *query, int nparams,
 /* Runs a simple query (a replication command) that must succeed, or ERROR. */
 extern PGresult *remote_command(PGconn *conn, const char *what, const char *conninfo,
 								const char *command);
+
+/* Whether a result is a success (rows or a command's completion). */
+extern bool remote_succeeded(PGresult *res);
+
+/*
+ * ERROR for a failed query or command: the server's SQLSTATE (08006 when
+ * it sent none) and its message as the detail; message is the errmsg.
+ * Clears res.
+ */
+extern void remote_report_failure(PGconn *conn, PGresult *res, char *message,
+								  const char *hint) pg_attribute_noreturn();
+
+/* Runs a query that must succeed, or ERROR naming the server as what. */
+extern PGresult *remote_query(PGconn *conn, const char *what, const char *conninfo,
+							  const char *query, int nparams, const char *const *params);
 
 #endif

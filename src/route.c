@@ -22,22 +22,12 @@
 
 #include "directory_cache.h"
 #include "route.h"
+#include "tenant_key.h"
 
 PG_FUNCTION_INFO_V1(chash_slot);
 PG_FUNCTION_INFO_V1(chash_route);
 PG_FUNCTION_INFO_V1(chash_route_int8);
 PG_FUNCTION_INFO_V1(chash_route_explain);
-
-/* A tenant as routing sees it: canonical bytes, hash and slot. */
-typedef struct RouteKey
-{
-	const char *data;
-	uint32		len;
-	bool		have_xxh;
-	uint64		xxh;
-	int32		slot;
-	char		buf[CANONICAL_UUID_LEN + 4];
-} RouteKey;
 
 static void
 pg_attribute_noreturn()
@@ -54,87 +44,21 @@ invalid_tenant(RouteDirectory *dir, const char *tenant, size_t len, tenant_statu
 }
 
 /* Canonicalizes and slots a tenant (22P02 when not of the key type). */
-static void
-route_key_init(RouteDirectory *dir, const char *tenant, size_t len, RouteKey *key)
+static inline void
+route_key_init(RouteDirectory *dir, const char *tenant, size_t len, TenantKey *key)
 {
-	int64		value = 0;
-	pg_uuid_t	uuid;
-	tenant_status status;
+	tenant_status status = tenant_key_init(key, dir->ktype, dir->method, dir->slot_count,
+										   tenant, len);
 
-	switch (dir->ktype)
-	{
-		case KEY_TYPE_BIGINT:
-			status = bigint_tenant_parse(tenant, len, &value);
-			if (status != TENANT_OK)
-				invalid_tenant(dir, tenant, len, status);
-			key->len = bigint_tenant_format(value, key->buf);
-			key->data = key->buf;
-			break;
-		case KEY_TYPE_UUID:
-			status = uuid_tenant_parse(tenant, len, uuid.data);
-			if (status != TENANT_OK)
-				invalid_tenant(dir, tenant, len, status);
-			uuid_tenant_format(uuid.data, key->buf);
-			key->len = CANONICAL_UUID_LEN;
-			key->data = key->buf;
-			break;
-		default:
-			key->data = tenant;
-			key->len = len;
-			break;
-	}
-	key->have_xxh = false;
-	switch (dir->method)
-	{
-		case SLOT_METHOD_PG_HASH:
-			if (dir->ktype == KEY_TYPE_BIGINT)
-				key->slot = chash_pg_partition_of(INT8OID, Int64GetDatum(value), dir->slot_count);
-			else if (dir->ktype == KEY_TYPE_UUID)
-				key->slot = chash_pg_partition_of(UUIDOID, UUIDPGetDatum(&uuid), dir->slot_count);
-			else
-			{
-				/* a text Datum of the tenant, on the stack when it fits */
-				union
-				{
-					int32		align;
-					char		data[VARHDRSZ + 256];
-				}			buf;
-				text	   *t = len <= 256 ? (text *) buf.data : palloc(VARHDRSZ + len);
-
-				SET_VARSIZE(t, VARHDRSZ + len);
-				memcpy(VARDATA(t), key->data, len);
-				key->slot = chash_pg_partition_of(TEXTOID, PointerGetDatum(t), dir->slot_count);
-				if ((char *) t != buf.data)
-					pfree(t);
-			}
-			break;
-		case SLOT_METHOD_REDIS:
-			key->slot = directory_text_slot(dir->method, key->data, key->len, 0, dir->slot_count);
-			break;
-		default:
-			key->xxh = xxh64_hash(key->data, key->len, 0);
-			key->have_xxh = true;
-			key->slot = directory_text_slot(dir->method, key->data, key->len, key->xxh, dir->slot_count);
-			break;
-	}
-}
-
-static uint64
-key_hash(RouteKey *key)
-{
-	if (!key->have_xxh)
-	{
-		key->xxh = xxh64_hash(key->data, key->len, 0);
-		key->have_xxh = true;
-	}
-	return key->xxh;
+	if (status != TENANT_OK)
+		invalid_tenant(dir, tenant, len, status);
 }
 
 /* The directory (argument 0) and the key of a text tenant (argument 1). */
 static inline RouteDirectory *
-text_route_key(FunctionCallInfo fcinfo, RouteKey *key)
+text_route_key(FunctionCallInfo fcinfo, RouteCallSite *site, TenantKey *key)
 {
-	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
+	RouteDirectory *dir = directory_for_site(site, PG_GETARG_TEXT_PP(0));
 	text	   *tenant = PG_GETARG_TEXT_PP(1);
 
 	route_key_init(dir, VARDATA_ANY(tenant), VARSIZE_ANY_EXHDR(tenant), key);
@@ -143,69 +67,72 @@ text_route_key(FunctionCallInfo fcinfo, RouteKey *key)
 
 /* The owning shard: the override if pinned, else the slot's owner. */
 static inline int32
-owner_of(RouteDirectory *dir, RouteKey *key, bool *overridden)
+owner_of(RouteDirectory *dir, TenantKey *key, bool *overridden)
 {
 	const tenant_map_entry *e = NULL;
 
 	if (dir->overrides.count > 0)
-		e = tenant_map_get(&dir->overrides, key_hash(key), key->data, key->len);
+		e = tenant_map_get(&dir->overrides, tenant_key_hash(key), key->canonical.data, key->canonical.len);
 	*overridden = e != NULL;
 	return e != NULL ? e->value : dir->slot_owner[key->slot];
 }
 
 /* The step in flight that moves the key, or NULL. */
 static RouteStep *
-step_of(RouteDirectory *dir, RouteKey *key, bool overridden)
+step_of(RouteDirectory *dir, TenantKey *key, bool overridden)
 {
 	const step_ref *r;
 
 	if (dir->step_index.count == 0)
 		return NULL;
 	r = step_index_lookup(&dir->step_index,
-						  dir->step_index.tenants.count > 0 ? key_hash(key) : 0,
-						  key->data, key->len, key->slot, overridden);
+						  dir->step_index.tenants.count > 0 ? tenant_key_hash(key) : 0,
+						  key->canonical.data, key->canonical.len, key->slot, overridden);
 	return r != NULL ? &dir->steps[r->value] : NULL;
 }
 
 Datum
 chash_slot(PG_FUNCTION_ARGS)
 {
-	RouteKey	key;
+	TenantKey	key;
 
-	(void) text_route_key(fcinfo, &key);
+	(void) text_route_key(fcinfo, route_call_site(fcinfo), &key);
 	PG_RETURN_INT32(key.slot);
 }
 
 Datum
 chash_route(PG_FUNCTION_ARGS)
 {
-	RouteKey	key;
-	RouteDirectory *dir = text_route_key(fcinfo, &key);
+	RouteCallSite *site = route_call_site(fcinfo);
+	TenantKey	key;
+	RouteDirectory *dir = text_route_key(fcinfo, site, &key);
 	bool		overridden;
 
-	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, owner_of(dir, &key, &overridden)));
+	PG_RETURN_TEXT_P(directory_shard_name(site, dir, owner_of(dir, &key, &overridden)));
 }
 
 /* A bigint tenant routes exactly like its decimal text. */
 Datum
 chash_route_int8(PG_FUNCTION_ARGS)
 {
-	RouteDirectory *dir = directory_for_call(fcinfo, PG_GETARG_TEXT_PP(0));
+	RouteCallSite *site = route_call_site(fcinfo);
+	RouteDirectory *dir = directory_for_site(site, PG_GETARG_TEXT_PP(0));
 	char		decimal[CANONICAL_BIGINT_MAX];
 	size_t		len = bigint_tenant_format(PG_GETARG_INT64(1), decimal);
-	RouteKey	key;
+	TenantKey	key;
 	bool		overridden;
 
 	route_key_init(dir, decimal, len, &key);
-	PG_RETURN_TEXT_P(directory_shard_name(fcinfo, dir, owner_of(dir, &key, &overridden)));
+	PG_RETURN_TEXT_P(directory_shard_name(site, dir, owner_of(dir, &key, &overridden)));
 }
 
 Datum
 chash_route_explain(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	RouteKey	key;
-	RouteDirectory *dir = text_route_key(fcinfo, &key);
+	RouteCallSite *site = route_call_site(fcinfo);
+	TenantKey	key;
+	RouteDirectory *dir = text_route_key(fcinfo, site, &key);
 	bool		overridden;
 	int32		shard;
 	RouteStep  *step;
@@ -216,14 +143,14 @@ chash_route_explain(PG_FUNCTION_ARGS)
 	step = step_of(dir, &key, overridden);
 
 	InitMaterializedSRF(fcinfo, 0);
-	values[0] = PointerGetDatum(cstring_to_text_with_len(key.data, key.len));
+	values[0] = PointerGetDatum(cstring_to_text_with_len(key.canonical.data, key.canonical.len));
 	values[1] = Int32GetDatum(key.slot);
-	values[2] = PointerGetDatum(directory_shard_name(fcinfo, dir, shard));
+	values[2] = PointerGetDatum(directory_shard_name(site, dir, shard));
 	values[3] = CStringGetTextDatum(overridden ? "override" : "slot");
 	if (step != NULL)
 	{
-		values[4] = CStringGetTextDatum(step->fenced ? "fenced" : "copying");
-		values[5] = PointerGetDatum(directory_shard_name(fcinfo, dir, step->to_shard));
+		values[4] = CStringGetTextDatum(state_name(STATE_STEP, step->fenced ? STEP_FENCED : STEP_COPYING));
+		values[5] = PointerGetDatum(directory_shard_name(site, dir, step->to_shard));
 		values[6] = Int64GetDatum(step->migration);
 	}
 	else
@@ -235,18 +162,18 @@ chash_route_explain(PG_FUNCTION_ARGS)
 void
 route_tenant(RouteDirectory *dir, const char *tenant, size_t len, TenantRoute *route)
 {
-	RouteKey	key;
+	TenantKey	key;
 
-	StaticAssertStmt(sizeof(route->buf) >= sizeof(key.buf), "TenantRoute.buf too small");
+	StaticAssertStmt(sizeof(route->buf) >= sizeof(key.canonical.buf), "TenantRoute.buf too small");
 	route_key_init(dir, tenant, len, &key);
-	if (key.data == key.buf)
+	if (key.canonical.data == key.canonical.buf)
 	{
-		memcpy(route->buf, key.buf, key.len);
+		memcpy(route->buf, key.canonical.buf, key.canonical.len);
 		route->tenant = route->buf;
 	}
 	else
-		route->tenant = key.data;
-	route->tenant_len = key.len;
+		route->tenant = key.canonical.data;
+	route->tenant_len = key.canonical.len;
 	route->slot = key.slot;
 	route->owner = owner_of(dir, &key, &route->overridden);
 	route->step = step_of(dir, &key, route->overridden);

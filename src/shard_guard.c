@@ -37,9 +37,8 @@ PG_FUNCTION_INFO_V1(chash_shard_row_guard);
 bool		chash_bypass_guard = false;
 char	   *chash_session_tenant = NULL;
 
-/* The guard's routing cache: one per session, like a call site's fn_extra. */
-static FmgrInfo guard_flinfo;
-static bool guard_flinfo_ready = false;
+/* The guard's routing call site: one a session, kept across statements. */
+static RouteCallSite *guard_site = NULL;
 
 /* What the trigger keeps in fn_extra for a statement. */
 typedef struct GuardTable
@@ -165,7 +164,6 @@ my_shard(GuardTarget *target, RouteDirectory *dir)
 void
 guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAccess access)
 {
-	LOCAL_FCINFO(fcinfo, 0);
 	RouteDirectory *dir;
 	TenantRoute route;
 	RouteStep  *step;
@@ -173,15 +171,10 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 	int			save_sec;
 	int32		me;
 
-	if (!guard_flinfo_ready)
-	{
-		memset(&guard_flinfo, 0, sizeof(guard_flinfo));
-		guard_flinfo.fn_oid = InvalidOid;
-		guard_flinfo.fn_mcxt = AllocSetContextCreate(TopMemoryContext, "chash guard routing",
-													 ALLOCSET_SMALL_SIZES);
-		guard_flinfo_ready = true;
-	}
-	InitFunctionCallInfoData(*fcinfo, &guard_flinfo, 0, InvalidOid, NULL, NULL);
+	if (guard_site == NULL)
+		guard_site = route_call_site_create(AllocSetContextCreate(TopMemoryContext,
+																  "chash guard routing",
+																  ALLOCSET_SMALL_SIZES));
 	if (access == GUARD_WRITE)
 		failover_check_write(target->directory, target->shard, target->shard_len, tenant, len);
 
@@ -189,10 +182,10 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 	GetUserIdAndSecContext(&save_user, &save_sec);
 	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
 	if (access == GUARD_WRITE)
-		dir = fence_admit_write(fcinfo, target->directory, tenant, len, &route);
+		dir = fence_admit_write(guard_site, target->directory, tenant, len, &route);
 	else
 	{
-		dir = directory_latest(fcinfo, target->directory);
+		dir = directory_latest(guard_site, target->directory);
 		route_tenant(dir, tenant, len, &route);
 	}
 	SetUserIdAndSecContext(save_user, save_sec);

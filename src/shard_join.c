@@ -3,16 +3,11 @@
  * leaves it (docs/shards.md, "Joining a shard")
  *
  * chash_shard_join and chash_shard_leave are plpgsql; what they cannot do
- * in SQL is here: checks run on the directory database through libpq, and
- * the logical replication slot their subscription uses, which is created
- * and dropped there through libpq because CREATE SUBSCRIPTION and DROP
- * SUBSCRIPTION may only do it outside a transaction block.
- *
- * A slot is not transactional, so it follows the transaction that made
- * the change: a slot created here is dropped again when its
- * (sub)transaction aborts, and a slot to drop is dropped just before the
- * transaction commits (an error there aborts the commit, so the local
- * catalog and the directory database never disagree about it).
+ * in SQL is here: the SQL helpers of 90_shard_join.sql and of failover
+ * (checks on the directory database, the subscription, the directory's
+ * identity, the slot's snapshot).  Their libpq is remote.c's, the slot
+ * that follows the transaction is slot_lifecycle.c's, and a connection
+ * string in a message is conninfo.c's.
  *
  * Remote calls wait on the latch and the socket, so statement_timeout and
  * pg_cancel_backend stop them; connections are always closed.  Messages
@@ -37,12 +32,10 @@
 #include "libpq-fe.h"
 
 #include "remote.h"
+#include "slot_lifecycle.h"
 
 PG_FUNCTION_INFO_V1(chash_shard_slot_name);
-PG_FUNCTION_INFO_V1(chash_conninfo_display);
 PG_FUNCTION_INFO_V1(chash_shard_remote_check);
-PG_FUNCTION_INFO_V1(chash_shard_create_slot);
-PG_FUNCTION_INFO_V1(chash_shard_drop_slot);
 PG_FUNCTION_INFO_V1(chash_shard_create_subscription);
 PG_FUNCTION_INFO_V1(chash_shard_directory_identity);
 PG_FUNCTION_INFO_V1(chash_shard_slot_snapshot);
@@ -53,274 +46,6 @@ PG_FUNCTION_INFO_V1(chash_directory_read_replica);
 
 /* What the server at the other end is, for messages: reconcile reads shards. */
 static const char *remote_peer = "the directory database";
-
-/* Runs a query that must succeed; ERROR with the server's message. */
-static PGresult *
-remote_query(PGconn *conn, const char *conninfo, const char *query,
-			 int nparams, const char *const *params)
-{
-	PGresult   *res = remote_exec(conn, query, nparams, params, 0);
-
-	if (res == NULL || (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK))
-	{
-		char	   *msg = remote_message(conn, res);
-		const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-		int			code = ERRCODE_CONNECTION_FAILURE;
-
-		if (state && strlen(state) == 5)
-			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
-		PQclear(res);
-		ereport(ERROR,
-				(errcode(code),
-				 errmsg("query on %s \"%s\" failed", remote_peer, remote_conninfo_display(conninfo)),
-				 errdetail_internal("%s", msg)));
-	}
-	return res;
-}
-
-/* ---- the slot follows the transaction ---- */
-
-typedef enum SlotAction
-{
-	DROP_ON_ABORT,				/* created by this (sub)transaction */
-	DROP_AT_COMMIT				/* to drop once this transaction commits */
-} SlotAction;
-
-typedef struct PendingSlot
-{
-	SlotAction	action;
-	int			nest_level;
-	char	   *conninfo;
-	char	   *slot_name;
-	struct PendingSlot *next;
-} PendingSlot;
-
-static PendingSlot *pending = NULL;
-static bool callbacks_registered = false;
-
-/*
- * Drops a slot on the directory database.  A slot that is still active
- * (its walsender has not noticed that the subscription stopped) is retried
- * for up to 30 s; a slot that does not exist is fine.  Returns NULL on
- * success, else the server's message.  With interruptible false (abort
- * processing) it blocks, bounded by connect_timeout.
- */
-static char *
-drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible, bool *unreachable)
-{
-	const char *query = "SELECT pg_catalog.pg_drop_replication_slot(slot_name) "
-		"FROM pg_catalog.pg_replication_slots WHERE slot_name = $1";
-	const char *params[1] = {slot_name};
-	PGconn	   *conn;
-	char	   *volatile error = NULL;
-
-	*unreachable = false;
-	if (interruptible)
-	{
-		conn = remote_try_connect(conninfo, false, 0, (char **) &error);
-		if (conn == NULL)
-		{
-			*unreachable = true;
-			return error;
-		}
-	}
-	else
-	{
-		const char *keys[] = {"dbname", "fallback_application_name", "connect_timeout", NULL};
-		const char *vals[] = {conninfo, "chash", "10", NULL};
-
-		conn = PQconnectdbParams(keys, vals, true);
-		if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
-		{
-			error = conn ? remote_message(conn, NULL) : pstrdup("out of memory");
-			PQfinish(conn);
-			return error;
-		}
-	}
-	PG_TRY();
-	{
-		for (int attempt = 0;; attempt++)
-		{
-			PGresult   *res;
-			const char *state;
-
-			res = interruptible ? remote_exec(conn, query, 1, params, 0)
-				: PQexecParams(conn, query, 1, NULL, params, NULL, NULL, 0);
-			if (res && PQresultStatus(res) == PGRES_TUPLES_OK)
-			{
-				PQclear(res);
-				break;
-			}
-			state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-			if (state && strcmp(state, "55006") == 0 && attempt < 300)
-			{
-				PQclear(res);
-				if (interruptible)
-				{
-					(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-									 100L, PG_WAIT_EXTENSION);
-					ResetLatch(MyLatch);
-					CHECK_FOR_INTERRUPTS();
-				}
-				else
-					pg_usleep(100000L);
-				continue;
-			}
-			error = remote_message(conn, res);
-			PQclear(res);
-			break;
-		}
-	}
-	PG_FINALLY();
-	{
-		PQfinish(conn);
-	}
-	PG_END_TRY();
-	return error;
-}
-
-static void
-forget(PendingSlot **link)
-{
-	PendingSlot *p = *link;
-
-	*link = p->next;
-	pfree(p->conninfo);
-	pfree(p->slot_name);
-	pfree(p);
-}
-
-/* Drops the slots created at nest level >= level (all when level is 0). */
-static void
-drop_created_slots(int level)
-{
-	PendingSlot **link = &pending;
-
-	while (*link)
-	{
-		PendingSlot *p = *link;
-
-		if (p->nest_level >= level)
-		{
-			if (p->action == DROP_ON_ABORT)
-			{
-				bool		unreachable;
-				char	   *error = drop_remote_slot(p->conninfo, p->slot_name, false, &unreachable);
-
-				if (error)
-					ereport(WARNING,
-							(errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, remote_conninfo_display(p->conninfo)),
-							 errdetail_internal("%s", error),
-							 errhint("Drop it there with pg_drop_replication_slot('%s').", p->slot_name)));
-			}
-			forget(link);
-		}
-		else
-			link = &p->next;
-	}
-}
-
-static void
-slot_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			/* Errors here abort the transaction, which then drops what it created. */
-			for (PendingSlot *p = pending; p; p = p->next)
-			{
-				char	   *error;
-				bool		unreachable;
-
-				if (p->action != DROP_AT_COMMIT)
-					continue;
-				error = drop_remote_slot(p->conninfo, p->slot_name, true, &unreachable);
-				/* a directory server that is gone (failed over) leaves its slot behind */
-				if (error && unreachable)
-					ereport(WARNING,
-							(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, remote_conninfo_display(p->conninfo)),
-							 errdetail("The directory database cannot be reached: %s", error),
-							 errhint("If that server comes back, drop the slot there with pg_drop_replication_slot('%s').",
-									 p->slot_name)));
-				else if (error)
-					ereport(ERROR,
-							(errcode(ERRCODE_OBJECT_IN_USE),
-							 errmsg("could not drop replication slot \"%s\" on the directory database \"%s\"",
-									p->slot_name, remote_conninfo_display(p->conninfo)),
-							 errdetail_internal("%s", error),
-							 errhint("Make the directory database reachable, or drop the slot there with pg_drop_replication_slot('%s') and retry.",
-									 p->slot_name)));
-			}
-			break;
-		case XACT_EVENT_PRE_PREPARE:
-			/* A prepared transaction could still abort after its slot work. */
-			if (pending)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot prepare a transaction that joined or left a directory")));
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			while (pending)
-				forget(&pending);
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			drop_created_slots(0);
-			break;
-		default:
-			break;
-	}
-}
-
-static void
-slot_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
-					  SubTransactionId parentSubid, void *arg)
-{
-	int			level = GetCurrentTransactionNestLevel();
-
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		drop_created_slots(level);
-	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		for (PendingSlot *p = pending; p; p = p->next)
-			if (p->nest_level >= level)
-				p->nest_level = level - 1;
-	}
-}
-
-static void
-remember(SlotAction action, const char *conninfo, const char *slot_name)
-{
-	PendingSlot *p;
-
-	if (!callbacks_registered)
-	{
-		RegisterXactCallback(slot_xact_callback, NULL);
-		RegisterSubXactCallback(slot_subxact_callback, NULL);
-		callbacks_registered = true;
-	}
-	p = MemoryContextAlloc(TopMemoryContext, sizeof(PendingSlot));
-	p->action = action;
-	p->nest_level = GetCurrentTransactionNestLevel();
-	p->conninfo = MemoryContextStrdup(TopMemoryContext, conninfo);
-	p->slot_name = MemoryContextStrdup(TopMemoryContext, slot_name);
-	p->next = pending;
-	pending = p;
-}
-
-static void
-require_superuser(const char *what)
-{
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to %s", what),
-				 errdetail("Only a superuser may join a directory or leave it.")));
-}
 
 /* ---- SQL-callable helpers of 90_shard_join.sql ---- */
 
@@ -333,13 +58,6 @@ chash_shard_slot_name(PG_FUNCTION_ARGS)
 	snprintf(name, sizeof(name), "chash_" UINT64_FORMAT "_%u",
 			 GetSystemIdentifier(), MyDatabaseId);
 	PG_RETURN_TEXT_P(cstring_to_text(name));
-}
-
-/* chash_conninfo_display(conninfo text) -> text: without the password. */
-Datum
-chash_conninfo_display(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_TEXT_P(cstring_to_text(remote_conninfo_display(text_to_cstring(PG_GETARG_TEXT_PP(0)))));
 }
 
 /*
@@ -371,9 +89,9 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 	shard = text_to_cstring(shard_t);
 	schema = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(4));
-	where = remote_conninfo_display(conninfo);
+	where = conninfo_display(conninfo);
 
-	require_superuser("join a directory");
+	chash_require_superuser("join a directory");
 	conn = remote_connect(conninfo, remote_peer, 0);
 	PG_TRY();
 	{
@@ -383,7 +101,7 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 		const char *qschema;
 		char	   *query;
 
-		res = remote_query(conn, conninfo,
+		res = remote_query(conn, remote_peer, conninfo,
 						   "SELECT n.nspname FROM pg_catalog.pg_extension e "
 						   "JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace "
 						   "WHERE e.extname = 'chash'", 0, NULL);
@@ -400,7 +118,7 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 		PQclear(res);
 
 		p1[0] = schema;
-		res = remote_query(conn, conninfo,
+		res = remote_query(conn, remote_peer, conninfo,
 						   "SELECT count(*) FROM pg_catalog.pg_publication_tables "
 						   "WHERE pubname = '" PUBLICATION_NAME "' AND schemaname = $1 AND tablename IN "
 						   "('chash_directory', 'chash_shard', 'chash_slot', 'chash_override', "
@@ -415,7 +133,7 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 		qschema = quote_identifier(schema);
 		p1[0] = directory;
 		query = psprintf("SELECT 1 FROM %s.chash_directory WHERE name = $1", qschema);
-		res = remote_query(conn, conninfo, query, 1, p1);
+		res = remote_query(conn, remote_peer, conninfo, query, 1, p1);
 		if (PQntuples(res) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -426,7 +144,7 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 		p2[0] = directory;
 		p2[1] = shard;
 		query = psprintf("SELECT 1 FROM %s.chash_shard WHERE directory = $1 AND shard = $2", qschema);
-		res = remote_query(conn, conninfo, query, 2, p2);
+		res = remote_query(conn, remote_peer, conninfo, query, 2, p2);
 		if (PQntuples(res) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -437,7 +155,7 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 		PQclear(res);
 
 		p1[0] = slot_name;
-		res = remote_query(conn, conninfo,
+		res = remote_query(conn, remote_peer, conninfo,
 						   "SELECT 1 FROM pg_catalog.pg_replication_slots "
 						   "WHERE slot_name = $1 AND database = pg_catalog.current_database()", 1, p1);
 		has_slot = PQntuples(res) > 0;
@@ -451,71 +169,6 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(has_slot);
 }
 
-/*
- * chash_shard_create_slot(conninfo, slot_name) -> void: a logical slot for
- * pgoutput on the directory database, dropped again if this
- * (sub)transaction aborts.
- */
-Datum
-chash_shard_create_slot(PG_FUNCTION_ARGS)
-{
-	char	   *conninfo;
-	char	   *slot_name;
-	PGconn	   *conn;
-
-	chash_require_args(fcinfo, "conninfo", "slot_name", NULL);
-	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-	require_superuser("join a directory");
-	conn = remote_connect(conninfo, remote_peer, 0);
-	PG_TRY();
-	{
-		const char *params[1] = {slot_name};
-		PGresult   *res;
-
-		res = remote_exec(conn, "SELECT pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')",
-						  1, params, 0);
-		if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
-		{
-			char	   *msg = remote_message(conn, res);
-			const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-			int			code = ERRCODE_CONNECTION_FAILURE;
-
-			if (state && strlen(state) == 5)
-				code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
-			PQclear(res);
-			ereport(ERROR,
-					(errcode(code),
-					 errmsg("could not create replication slot \"%s\" on the directory database \"%s\"",
-							slot_name, remote_conninfo_display(conninfo)),
-					 errdetail_internal("%s", msg),
-					 errhint("The directory database needs wal_level = logical and a free replication slot, and the connecting role the REPLICATION attribute.")));
-		}
-		PQclear(res);
-		remember(DROP_ON_ABORT, conninfo, slot_name);
-	}
-	PG_FINALLY();
-	{
-		PQfinish(conn);
-	}
-	PG_END_TRY();
-	PG_RETURN_VOID();
-}
-
-/*
- * chash_shard_drop_slot(conninfo, slot_name) -> void: drops the slot on the
- * directory database when this transaction commits.
- */
-Datum
-chash_shard_drop_slot(PG_FUNCTION_ARGS)
-{
-	chash_require_args(fcinfo, "conninfo", "slot_name", NULL);
-	require_superuser("leave a directory");
-	remember(DROP_AT_COMMIT, text_to_cstring(PG_GETARG_TEXT_PP(0)),
-			 text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	PG_RETURN_VOID();
-}
 
 /*
  * chash_shard_create_subscription(name, conninfo, slot_name) -> void: the
@@ -538,7 +191,7 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
 
-	require_superuser("join a directory");
+	chash_require_superuser("join a directory");
 	/* copy_data (the 1.2 signature's fourth argument): false when re-pointing */
 	if (PG_NARGS() >= 4 && PG_ARGISNULL(3))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("copy_data must not be null")));
@@ -574,7 +227,7 @@ chash_shard_create_subscription(PG_FUNCTION_ARGS)
 		edata->internalpos = 0;
 		edata->cursorpos = 0;
 		if (edata->detail == NULL)
-			edata->detail = psprintf("The directory database is \"%s\".", remote_conninfo_display(conninfo));
+			edata->detail = psprintf("The directory database is \"%s\".", conninfo_display(conninfo));
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
@@ -622,7 +275,7 @@ read_directory_tables(PGconn *conn, const char *conninfo, const char *schema, bo
 						 qschema, qschema);
 	else
 		appendStringInfoString(&q, "'diverged', NULL)::text");
-	res = remote_query(conn, conninfo, q.data, 0, NULL);
+	res = remote_query(conn, remote_peer, conninfo, q.data, 0, NULL);
 	json = pstrdup(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return json;
@@ -652,7 +305,7 @@ chash_shard_directory_identity(PG_FUNCTION_ARGS)
 
 	chash_require_args(fcinfo, "conninfo", NULL);
 	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	require_superuser("join a directory");
+	chash_require_superuser("join a directory");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	conn = remote_connect_as(conninfo, remote_peer, true, 0);
@@ -691,7 +344,7 @@ chash_shard_slot_snapshot(PG_FUNCTION_ARGS)
 	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	slot_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	schema = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	require_superuser("re-point a shard");
+	chash_require_superuser("re-point a shard");
 	initStringInfo(&out);
 	PG_TRY();
 	{
@@ -706,7 +359,7 @@ chash_shard_slot_snapshot(PG_FUNCTION_ARGS)
 		res = remote_command(repl, remote_peer, conninfo,
 							 psprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export')",
 									  quote_identifier(slot_name)));
-		remember(DROP_ON_ABORT, conninfo, slot_name);
+		slot_drop_on_abort(conninfo, slot_name);
 		appendStringInfo(&out, "{\"system_identifier\": \"%s\", \"timeline\": %d, \"consistent_point\": \"%s\", \"tables\": ",
 						 sysid, timeline, PQgetvalue(res, 0, 1));
 		snapshot = pstrdup(PQgetvalue(res, 0, 2));
@@ -714,11 +367,11 @@ chash_shard_slot_snapshot(PG_FUNCTION_ARGS)
 
 		/* the snapshot lives while repl stays idle: import it at once */
 		conn = remote_connect(conninfo, remote_peer, 0);
-		PQclear(remote_query(conn, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
-		PQclear(remote_query(conn, conninfo,
+		PQclear(remote_query(conn, remote_peer, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
+		PQclear(remote_query(conn, remote_peer, conninfo,
 							 psprintf("SET TRANSACTION SNAPSHOT %s", quote_literal_cstr(snapshot)), 0, NULL));
 		tables = read_directory_tables(conn, conninfo, schema, false);
-		PQclear(remote_query(conn, conninfo, "COMMIT", 0, NULL));
+		PQclear(remote_query(conn, remote_peer, conninfo, "COMMIT", 0, NULL));
 		appendStringInfo(&out, "%s}", tables);
 	}
 	PG_FINALLY();
@@ -746,15 +399,15 @@ chash_directory_read_replica(PG_FUNCTION_ARGS)
 	chash_require_args(fcinfo, "conninfo", "schema", NULL);
 	conninfo = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	schema = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	require_superuser("reconcile a directory");
+	chash_require_superuser("reconcile a directory");
 	remote_peer = "the shard";
 	conn = NULL;
 	PG_TRY();
 	{
 		conn = remote_connect(conninfo, remote_peer, 0);
-		PQclear(remote_query(conn, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
+		PQclear(remote_query(conn, remote_peer, conninfo, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL));
 		tables = psprintf("{\"tables\": %s}", read_directory_tables(conn, conninfo, schema, true));
-		PQclear(remote_query(conn, conninfo, "COMMIT", 0, NULL));
+		PQclear(remote_query(conn, remote_peer, conninfo, "COMMIT", 0, NULL));
 	}
 	PG_FINALLY();
 	{

@@ -1,7 +1,7 @@
 /*
  * directory.h - the server-free parts of the shard directory (docs/directory.md)
  *
- * Slot computation per slot method, canonical tenant forms, and the
+ * Slot computation per slot method and the
  * open-addressing tenant map the routing cache uses for overrides (the
  * split of slots by weight is largest_remainder.h).  Memory always comes
  * from the caller; failures are status codes.
@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tenant_text.h"
+
 #define DIRECTORY_MAX_SLOTS 1048576
 
 typedef enum slot_method
@@ -23,18 +25,9 @@ typedef enum slot_method
 	SLOT_METHOD_PG_HASH = 3		/* needs the server's hash functions */
 } slot_method;
 
-typedef enum key_type
-{
-	KEY_TYPE_TEXT = 0,
-	KEY_TYPE_BIGINT = 1,
-	KEY_TYPE_UUID = 2
-} key_type;
-
-/* Parse names ("xxh64", "jump", ...; "text", "bigint", "uuid"): 0 or -1. */
+/* Parse a slot method's name ("xxh64", "jump", ...): 0 or -1. */
 int			slot_method_parse(const char *name, size_t len, slot_method *method);
-int			key_type_parse(const char *name, size_t len, key_type *type);
 const char *slot_method_name(slot_method method);
-const char *key_type_name(key_type type);
 
 /*
  * The slot of a tenant's canonical text for the methods that hash text
@@ -43,42 +36,6 @@ const char *key_type_name(key_type type);
  */
 int32_t		directory_text_slot(slot_method method, const char *tenant, size_t len,
 								uint64_t xxh, int32_t slot_count);
-
-/* Longest canonical bigint ("-9223372036854775808") and uuid text. */
-#define CANONICAL_BIGINT_MAX 20
-#define CANONICAL_UUID_LEN 36
-
-typedef enum tenant_status
-{
-	TENANT_OK = 0,
-	TENANT_INVALID = -1,
-	TENANT_OUT_OF_RANGE = -2
-} tenant_status;
-
-/*
- * A bigint tenant as PostgreSQL's int8 input accepts it: optional
- * surrounding white space, an optional sign, decimal digits.
- */
-tenant_status bigint_tenant_parse(const char *text, size_t len, int64_t *value);
-
-/* Plain decimal of value into out (no NUL); returns its length. */
-size_t		bigint_tenant_format(int64_t value, char out[CANONICAL_BIGINT_MAX]);
-
-/*
- * A uuid tenant as PostgreSQL's uuid input accepts it: 32 hex digits, in
- * either case, optionally in braces, with an optional hyphen after any
- * group of four digits but the last.
- */
-tenant_status uuid_tenant_parse(const char *text, size_t len, uint8_t uuid[16]);
-
-/* Lower-case hex with hyphens 8-4-4-4-12 (no NUL). */
-void		uuid_tenant_format(const uint8_t uuid[16], char out[CANONICAL_UUID_LEN]);
-
-/*
- * Whether text is a tenant of the key type in its canonical form, as the
- * tables store tenants (a row in another form would never be matched).
- */
-int			tenant_is_canonical(key_type type, const char *text, size_t len);
 
 /*
  * tenant_map: open addressing on a 64-bit key hash, load factor <= 1/2.
