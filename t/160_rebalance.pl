@@ -29,6 +29,7 @@ my $dir = new_node('directory', logical => 1, preload => 1, conf => qq{
 max_replication_slots = 20
 max_wal_senders = 20
 max_worker_processes = 16
+max_connections = 60
 chash.rebalance_lease = 2
 chash.rebalance_batch_rows = 150
 });
