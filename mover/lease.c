@@ -473,29 +473,46 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 			params[3] = PQgetvalue(rs, 0, 1);
 		}
 	}
-	rd = query(dir, format_text(
-		"SELECT d.version, %1$s.chash_server_identity(), x.step, x.here, x.there "
-		"  FROM %1$s.chash_directory d "
-		"  LEFT JOIN LATERAL ("
-		"       SELECT s.step, s.state AS here, r.state AS there "
-		"         FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int4[]), pg_catalog.unnest($4::pg_catalog.text[])) r(step, state) "
-		"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
-		"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
-		"                   WHEN r.state = 'cancelled' THEN true "
-		"                   WHEN r.state = 'done' THEN s.state <> 'done' "
-		"                   WHEN $5::pg_catalog.int8 < d.version THEN false "
-		"                   ELSE pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], r.state) "
-		"                      > pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], s.state) END "
-		"        ORDER BY s.step LIMIT 1) x ON true "
-		" WHERE d.name = $1", dir->schema), 5, params);
-	if (rd == NULL)
-		goto out;
-	if (PQntuples(rd) != 1)
+	/*
+	 * A commit reaches the shards' replicas (its WAL is flushed and sent,
+	 * and a synchronous subscriber's wait ends) a moment before the
+	 * directory's own new snapshots see it, so a replica one commit ahead
+	 * is read again for a while before it counts as a disagreement.
+	 */
+	for (int attempt = 0;; attempt++)
 	{
-		report("error", "directory \"%s\" does not exist on the directory database", migration.directory);
-		report("detail", "Nothing was deleted. %s", batch ? "The steps were not given back." : "");
-		config_error = true;
-		goto out;
+		rd = query(dir, format_text(
+			"SELECT d.version, %1$s.chash_server_identity(), x.step, x.here, x.there "
+			"  FROM %1$s.chash_directory d "
+			"  LEFT JOIN LATERAL ("
+			"       SELECT s.step, s.state AS here, r.state AS there "
+			"         FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int4[]), pg_catalog.unnest($4::pg_catalog.text[])) r(step, state) "
+			"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
+			"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
+			"                   WHEN r.state = 'cancelled' THEN true "
+			"                   WHEN r.state = 'done' THEN s.state <> 'done' "
+			"                   WHEN $5::pg_catalog.int8 < d.version THEN false "
+			"                   ELSE pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], r.state) "
+			"                      > pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], s.state) END "
+			"        ORDER BY s.step LIMIT 1) x ON true "
+			" WHERE d.name = $1", dir->schema), 5, params);
+		if (rd == NULL)
+			goto out;
+		if (PQntuples(rd) != 1)
+		{
+			report("error", "directory \"%s\" does not exist on the directory database", migration.directory);
+			report("detail", "Nothing was deleted. %s", batch ? "The steps were not given back." : "");
+			config_error = true;
+			goto out;
+		}
+		if (attempt < 40 && (version > atoll(PQgetvalue(rd, 0, 0)) || !PQgetisnull(rd, 0, 2)))
+		{
+			PQclear(rd);
+			rd = NULL;
+			usleep(50 * 1000);
+			continue;
+		}
+		break;
 	}
 	dir_version = PQgetvalue(rd, 0, 0);
 	if (identity[0] == '\0')
