@@ -445,6 +445,7 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 	char	   *id = format_text("%lld", migration.id);
 	char	   *dir_version = NULL;
 	char	   *version_text = NULL;
+	char	   *agree_sql = NULL;
 	const char *params[5] = {migration.directory, id, "{}", "{}", NULL};
 	char	   *which = batch ? batch_describe(batch) : format_text("the next claim");
 	long long	version;
@@ -479,23 +480,24 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 	 * directory's own new snapshots see it, so a replica one commit ahead
 	 * is read again for a while before it counts as a disagreement.
 	 */
+	agree_sql = format_text(
+		"SELECT d.version, %1$s.chash_server_identity(), x.step, x.here, x.there "
+		"  FROM %1$s.chash_directory d "
+		"  LEFT JOIN LATERAL ("
+		"       SELECT s.step, s.state AS here, r.state AS there "
+		"         FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int4[]), pg_catalog.unnest($4::pg_catalog.text[])) r(step, state) "
+		"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
+		"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
+		"                   WHEN r.state = 'cancelled' THEN true "
+		"                   WHEN r.state = 'done' THEN s.state <> 'done' "
+		"                   WHEN $5::pg_catalog.int8 < d.version THEN false "
+		"                   ELSE pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], r.state) "
+		"                      > pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], s.state) END "
+		"        ORDER BY s.step LIMIT 1) x ON true "
+		" WHERE d.name = $1", dir->schema);
 	for (int attempt = 0;; attempt++)
 	{
-		rd = query(dir, format_text(
-			"SELECT d.version, %1$s.chash_server_identity(), x.step, x.here, x.there "
-			"  FROM %1$s.chash_directory d "
-			"  LEFT JOIN LATERAL ("
-			"       SELECT s.step, s.state AS here, r.state AS there "
-			"         FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int4[]), pg_catalog.unnest($4::pg_catalog.text[])) r(step, state) "
-			"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
-			"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
-			"                   WHEN r.state = 'cancelled' THEN true "
-			"                   WHEN r.state = 'done' THEN s.state <> 'done' "
-			"                   WHEN $5::pg_catalog.int8 < d.version THEN false "
-			"                   ELSE pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], r.state) "
-			"                      > pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], s.state) END "
-			"        ORDER BY s.step LIMIT 1) x ON true "
-			" WHERE d.name = $1", dir->schema), 5, params);
+		rd = query(dir, agree_sql, 5, params);
 		if (rd == NULL)
 			goto out;
 		if (PQntuples(rd) != 1)
@@ -563,6 +565,7 @@ out:
 	PQclear(rd);
 	free(refusal);
 	free(version_text);
+	free(agree_sql);
 	free(which);
 	free(id);
 	return ok;

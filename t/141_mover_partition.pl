@@ -61,45 +61,25 @@ sub start_mover
 }
 
 # Writes while the mover runs until $until (a code ref) is true or 60 s pass.
-sub write_until
-{
-	my ($m, $until) = @_;
-	my $start = time;
-	while (time - $start < 60)
-	{
-		$ledger->write(1);
-		$m->{h}->pump_nb if $m->{h}->pumpable;
-		return 1 if $until->();
-	}
-	return 0;
-}
 
-sub finish
-{
-	my ($m) = @_;
-	$m->{h}->finish;
-	my $rc = $m->{h}->full_result;
-	note "chash_move: exit " . ($rc >> 8) . "\n${$m->{err}}";
-	return $rc & 127 ? 'signal ' . ($rc & 127) : $rc >> 8;
-}
 
 # ---- the source cannot see the fence: bounded, said, given back, resumed ----
 my $m1 = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$tenants[0]', 's2')});
 $shard{s1}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub" DISABLE});
 my $mover = start_mover();
-ok(write_until($mover, sub { ${ $mover->{err} } =~ /did not apply the fence/ }),
+ok($ledger->write_until($mover, sub { ${ $mover->{err} } =~ /did not apply the fence/ }),
 	'the mover ends its wait for the fence at the bound');
 like(${ $mover->{err} }, qr/chash_move: waiting \d+ s for shard "s1" to apply the fence of step 1: its replica of directory "orgs" is at version \d+, the directory database at version \d+; Its subscription "\Q$sub\E" is disabled\./,
 	'while it waits it says for what, where each side is, and why the shard cannot follow');
 like(${ $mover->{err} }, qr/error: shard "s1" did not apply the fence of step 1 of migration $m1 within 3 s \(--fence-timeout\)\n.*detail: Its replica of directory "orgs" is at version \d+, the directory database at version \d+\. Its subscription "\Q$sub\E" is disabled\.\n/,
 	'the bound is named');
-ok(write_until($mover, sub {
+ok($ledger->write_until($mover, sub {
 			$dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m1") eq 'pending' }),
 	'the step was given back');
-ok(write_until($mover, sub { my @n = ${ $mover->{err} } =~ /did not apply the fence/g; @n >= 2 }), 'and is tried again');
+ok($ledger->write_until($mover, sub { my @n = ${ $mover->{err} } =~ /did not apply the fence/g; @n >= 2 }), 'and is tried again');
 $shard{s1}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub" ENABLE});
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'the partition heals: the mover finishes');
-is(finish($mover), 0, 'with success');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'the partition heals: the mover finishes');
+is(FailoverLedger::mover_exit($mover), 0, 'with success');
 is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m1"), 'done', 'the migration is done');
 applied();
 $ledger->write(10);
@@ -109,11 +89,11 @@ $ledger->check('after a partition during a fence');
 my $m2 = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$tenants[1]', 's2')});
 $shard{s1}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub" DISABLE});
 $mover = start_mover('--fence-timeout', '600');
-ok(write_until($mover, sub { ${ $mover->{err} } =~ /waiting \d+ s for shard "s1" to apply the fence/ }),
+ok($ledger->write_until($mover, sub { ${ $mover->{err} } =~ /waiting \d+ s for shard "s1" to apply the fence/ }),
 	'the mover waits for the fence');
 my $t0 = time;
 $mover->{h}->signal('TERM');
-my $status = finish($mover);
+my $status = FailoverLedger::mover_exit($mover);
 my $took = time - $t0;
 is($status, 1, 'SIGTERM ends it (exit 1)');
 ok($took < 10, sprintf('at once (%.1f s)', $took));
@@ -122,15 +102,15 @@ is($dir->safe_psql('postgres', "SELECT state || ' ' || (SELECT count(*) FROM cha
     FROM chash_migration_step WHERE migration = $m2"), 'pending 0', 'the step was given back, no lease is left');
 $shard{s1}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub" ENABLE});
 $mover = start_mover();
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun after the partition');
-is(finish($mover), 0, 'finishes the migration');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun after the partition');
+is(FailoverLedger::mover_exit($mover), 0, 'finishes the migration');
 
 # ---- the walsender to the source killed again and again during a move ----
 my $m3 = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$tenants[2]', 's2')});
 my $kill = qq{SELECT count(pg_terminate_backend(pid)) FROM pg_stat_replication WHERE application_name = '$sub'};
 $mover = start_mover();
 my ($kills, $last_kill) = ($dir->safe_psql('postgres', $kill), time);
-ok(write_until($mover, sub {
+ok($ledger->write_until($mover, sub {
 			if (time - $last_kill > 0.3)
 			{
 				$kills += $dir->safe_psql('postgres', $kill);
@@ -138,7 +118,7 @@ ok(write_until($mover, sub {
 			}
 			!$mover->{h}->pumpable }),
 	"the mover finishes while the walsender to s1 is killed at its start and every 0.3 s ($kills kills)");
-is(finish($mover), 0, 'with success');
+is(FailoverLedger::mover_exit($mover), 0, 'with success');
 ok($kills >= 1, 'the walsender was killed during the move');
 applied();
 $ledger->write(10);
@@ -173,11 +153,11 @@ mend();
 # ... and while it waits for the fence there
 $shard{s2}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub2" DISABLE});
 $mover = start_mover('--fence-timeout', '600');
-ok(write_until($mover, sub { ${ $mover->{err} } =~ /waiting \d+ s for shard "s2" to apply the fence/ }), 'the mover waits for s2');
+ok($ledger->write_until($mover, sub { ${ $mover->{err} } =~ /waiting \d+ s for shard "s2" to apply the fence/ }), 'the mover waits for s2');
 diverge();
 $t1 = time;
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'the divergence ends the wait');
-is(finish($mover), 1, 'the mover stops');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'the divergence ends the wait');
+is(FailoverLedger::mover_exit($mover), 1, 'the mover stops');
 ok(time - $t1 < 10, 'at once');
 like(${ $mover->{err} }, qr/error: shard "s2" cannot vouch for its replica of directory "orgs"
 .*detail: Its replica met another directory history: .* The mover waited for it to apply the fence of step 1\./,
@@ -185,8 +165,8 @@ like(${ $mover->{err} }, qr/error: shard "s2" cannot vouch for its replica of di
 mend();
 $shard{s2}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub2" ENABLE});
 $mover = start_mover();
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'mended, a rerun');
-is(finish($mover), 0, 'finishes the migration');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'mended, a rerun');
+is(FailoverLedger::mover_exit($mover), 0, 'finishes the migration');
 applied();
 $ledger->check('after a shard refused its replica');
 

@@ -78,27 +78,7 @@ sub start_mover
 	return { h => $h, err => \$err };
 }
 
-sub write_until
-{
-	my ($m, $until) = @_;
-	my $start = time;
-	while (time - $start < 90)
-	{
-		$ledger->write(1);
-		$m->{h}->pump_nb if $m->{h}->pumpable;
-		return 1 if $until->();
-	}
-	return 0;
-}
 
-sub finish
-{
-	my ($m) = @_;
-	$m->{h}->finish;
-	my $rc = $m->{h}->full_result;
-	note "chash_move: exit " . ($rc >> 8) . "\n${$m->{err}}";
-	return $rc & 127 ? 'signal ' . ($rc & 127) : $rc >> 8;
-}
 
 # The directory database dies (unless it is down already) and the standby is promoted.
 sub promote
@@ -147,20 +127,20 @@ $dir->wait_for_catchup($standby);
 my $newconn = promote($standby);
 $ledger->write(10);
 my $mover = start_mover('--fence-timeout', '3');
-ok(write_until($mover, sub { ${ $mover->{err} } =~ /did not apply the fence/ }),
+ok($ledger->write_until($mover, sub { ${ $mover->{err} } =~ /did not apply the fence/ }),
 	'the mover on the promoted directory does not wait for the fence without bound');
 like(${ $mover->{err} }, qr/error: shard "s1" did not apply the fence of step 1 of migration $m1 within 3 s \(--fence-timeout\)\n.*detail: Its replica of directory "orgs" is at version \d+, the directory database at version \d+\.( No apply worker of subscription "chash_\d+_\d+" is running\.| Subscription "chash_\d+_\d+" has received nothing from the directory database)?/,
 	'it says what the shard lacks');
 like(${ $mover->{err} }, qr/hint: .*chash_shard_repoint\(\)/, 'and names the re-point');
 $mover->{h}->signal('TERM');
-is(finish($mover), 1, 'SIGTERM ends it');
+is(FailoverLedger::mover_exit($mover), 1, 'SIGTERM ends it');
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m1"), 'pending', 'the step was given back');
 is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_directory_reconcile()'), '0', 'a caught-up standby has nothing to reconcile');
 $shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
 applied();
 $mover = start_mover();
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun after the re-points');
-is(finish($mover), 0, 'finishes the move');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun after the re-points');
+is(FailoverLedger::mover_exit($mover), 0, 'finishes the move');
 check_end('promoted before a fence');
 
 # ---- mid-copy, to a standby that missed the claim and the fence ----
@@ -170,7 +150,7 @@ my $m2 = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs
 $dir->wait_for_catchup($standby);
 $standby->stop;
 $mover = start_mover();
-ok(write_until($mover, sub {
+ok($ledger->write_until($mover, sub {
 			$shard{s1}->safe_psql('postgres', q{
                 SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY (SELECT%'}) > 0 }),
 	'the mover copies');
@@ -179,7 +159,7 @@ is($shard{s1}->safe_psql('postgres', "SELECT state FROM chash_migration_step WHE
 $dir->stop('immediate');
 $newconn = promote($standby);
 $mover->{h}->signal('TERM');
-finish($mover);
+FailoverLedger::mover_exit($mover);
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m2"), 'pending',
 	'the promoted standby missed the claim and the fence');
 $ledger->write(10);
@@ -195,8 +175,8 @@ like($err, qr/error: steps of migration $m2 are in flight without a lease: 1 \(.
 	'its lease was on the old primary only: the mover names the step instead of taking it');
 $dir->safe_psql('postgres', "SELECT chash_step_release($m2, 1)");
 $mover = start_mover();
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'released, a rerun');
-is(finish($mover), 0, 'finishes the move');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'released, a rerun');
+is(FailoverLedger::mover_exit($mover), 0, 'finishes the move');
 is($shard{s1}->safe_psql('postgres', qq{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = '$tenants[1]'}),
 	'0', 'the big tenant left the source');
 check_end('promoted mid-copy');

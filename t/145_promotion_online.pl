@@ -62,40 +62,20 @@ sub start_mover
 	return { h => $h, err => \$err };
 }
 
-sub write_until
-{
-	my ($m, $until) = @_;
-	my $start = time;
-	while (time - $start < 120)
-	{
-		$ledger->write(1);
-		$m->{h}->pump_nb if $m->{h}->pumpable;
-		return 1 if $until->();
-	}
-	return 0;
-}
 
-sub finish
-{
-	my ($m) = @_;
-	$m->{h}->finish;
-	my $rc = $m->{h}->full_result;
-	note "chash_move: exit " . ($rc >> 8) . "\n${$m->{err}}";
-	return $rc & 127 ? 'signal ' . ($rc & 127) : $rc >> 8;
-}
 
 my $movers = q{SELECT count(*) FROM pg_subscription WHERE subname LIKE 'chash_move%'};
 my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's2')});
 # the mover copies the whale itself, then subscribes; it holds there so
 # the promotion comes while the step streams, before its fence
 my $mover = do { local $ENV{CHASH_MOVE_PAUSE_SUBSCRIBED} = 5; start_mover() };
-ok(write_until($mover, sub { $shard{s2}->safe_psql('postgres', $movers) > 0 }), 'the mover streams the whale to s2');
+ok($ledger->write_until($mover, sub { $shard{s2}->safe_psql('postgres', $movers) > 0 }), 'the mover streams the whale to s2');
 $dir->wait_for_catchup($standby);
 $dir->stop('immediate');
 $standby->promote;
 $dir = $ledger->{dir} = $standby;
 $mover->{h}->signal('TERM');
-finish($mover);
+FailoverLedger::mover_exit($mover);
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m"), 'copying',
 	'the promoted standby has the step claimed');
 $ledger->write(10);
@@ -106,8 +86,8 @@ my $newconn = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres u
 $shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
 applied();
 $mover = start_mover();
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun against the promoted directory');
-is(finish($mover), 0, 'moves the whale');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun against the promoted directory');
+is(FailoverLedger::mover_exit($mover), 0, 'moves the whale');
 is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m"), 'done', 'the migration is done');
 applied();
 $ledger->write(20);

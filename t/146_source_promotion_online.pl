@@ -64,32 +64,12 @@ sub start_mover
 	return { h => $h, err => \$err };
 }
 
-sub write_until
-{
-	my ($m, $until) = @_;
-	my $start = time;
-	while (time - $start < 120)
-	{
-		$ledger->write(1);
-		$m->{h}->pump_nb if $m->{h}->pumpable;
-		return 1 if $until->();
-	}
-	return 0;
-}
 
-sub finish
-{
-	my ($m) = @_;
-	$m->{h}->finish;
-	my $rc = $m->{h}->full_result;
-	note "chash_move: exit " . ($rc >> 8) . "\n${$m->{err}}";
-	return $rc & 127 ? 'signal ' . ($rc & 127) : $rc >> 8;
-}
 
 my $movers = q{SELECT count(*) FROM pg_subscription WHERE subname LIKE 'chash_move%'};
 my $m = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's2')});
 my $mover = start_mover();
-ok(write_until($mover, sub { $shard{s2}->safe_psql('postgres', $movers) > 0 }), 'the mover streams the whale from s1 to s2');
+ok($ledger->write_until($mover, sub { $shard{s2}->safe_psql('postgres', $movers) > 0 }), 'the mover streams the whale from s1 to s2');
 $ledger->write(10);
 $shard{s1}->stop('immediate');
 $standby->promote;
@@ -99,14 +79,14 @@ $shard{s1} = $standby;
 my $c = $standby->connstr('postgres');
 $dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', 's1', server => \$\$$c\$\$)});
 $mover->{h}->signal('TERM');
-finish($mover);
+FailoverLedger::mover_exit($mover);
 ok($standby->poll_query_until('postgres', q{SELECT streaming AND refusal IS NULL FROM chash_shard_status}),
 	'the promoted shard streams the directory: its subscription took the slot over');
 applied();
 $ledger->write(10);
 $mover = start_mover();
-ok(write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun against the promoted source');
-is(finish($mover), 0, 'moves the whale');
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun against the promoted source');
+is(FailoverLedger::mover_exit($mover), 0, 'moves the whale');
 is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m"), 'done', 'the migration is done');
 applied();
 $ledger->write(20);

@@ -71,6 +71,32 @@ sub write
 	return;
 }
 
+# Writes one at a time while the mover (an IPC::Run harness in {h}, its
+# stderr in {err}) runs, until $until says so: false after $seconds
+# (default 120).
+sub write_until
+{
+	my ($self, $m, $until, $seconds) = @_;
+	my $start = time;
+	while (time - $start < ($seconds // 120))
+	{
+		$self->write(1);
+		$m->{h}->pump_nb if $m->{h}->pumpable;
+		return 1 if $until->();
+	}
+	return 0;
+}
+
+# Waits for the mover to end: its exit status, or "signal N".
+sub mover_exit
+{
+	my ($m) = @_;
+	$m->{h}->finish;
+	my $rc = $m->{h}->full_result;
+	note "chash_move: exit " . ($rc >> 8) . "\n${$m->{err}}";
+	return $rc & 127 ? 'signal ' . ($rc & 127) : $rc >> 8;
+}
+
 sub acknowledged { return scalar keys %{ $_[0]{ledger} } }
 
 sub counts
