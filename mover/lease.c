@@ -622,3 +622,42 @@ out:
 	pthread_mutex_unlock(&once_lock);
 	return ok;
 }
+
+/*
+ * Opens a transaction on the directory database holding the batch's lease
+ * rows locked, if this process still holds them all and every step is in
+ * one of the states.  A shard's commit made while it is held cannot race a
+ * takeover or a completion by another mover (both need that row).
+ */
+bool
+lease_lock(Server *dir, const Batch *batch, const char *states)
+{
+	char	   *id = format_text("%lld", migration.id);
+	const char *params[4] = {id, batch->step_list, migration.holder, states};
+	PGresult   *res;
+	bool		ok;
+
+	if (!server_open(dir) || !command(dir, "BEGIN"))
+		return false;
+	res = query(dir, format_text("SELECT %1$s.chash_steps_lease_check($1, $2::int[], $3) IS NOT NULL "
+								 "   AND (SELECT pg_catalog.count(*) = pg_catalog.cardinality($2::int[]) "
+								 "               AND pg_catalog.bool_and(s.state = ANY ($4::text[])) "
+								 "          FROM %1$s.chash_migration_step s "
+								 "         WHERE s.migration = $1 AND s.step = ANY ($2::int[]))",
+								 dir->schema), 4, params);
+	ok = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	free(id);
+	if (!ok)
+		server_rollback(dir);
+	return ok;
+}
+
+bool
+lease_unlock(Server *dir, bool commit)
+{
+	if (commit)
+		return command(dir, "COMMIT");
+	server_rollback(dir);
+	return false;
+}
