@@ -180,22 +180,29 @@ typedef enum ClaimResult
 } ClaimResult;
 
 extern ClaimResult lease_claim(Server *dir, Batch *batch, int max_steps);
-extern bool lease_call(Server *dir, const char *function, const Batch *batch, const char *extra);
-extern bool lease_record(Server *dir, const Batch *batch, const char *progress, long long rows, long long bytes);
+extern bool lease_fence(Server *dir, const Batch *batch);
+extern bool lease_complete(Server *dir, const Batch *batch);
+extern bool lease_release(Server *dir, const Batch *batch);
+extern bool lease_finish(Server *dir, const Batch *batch);
+extern bool lease_subscribed(Server *dir, const Batch *batch);
+extern bool lease_copied(Server *dir, const Batch *batch, long long rows, long long bytes);
 extern void *lease_keeper(void *arg);
 extern void lease_totals(Server *dir);
 extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
-extern void batch_free(Batch *batch);
-extern char *batch_describe(const Batch *batch);
-extern bool refusal_lasting(const char *refusal);
-extern bool replica_position(Server *server, long long *version, char **refusal);
-extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 extern bool lease_lock(Server *dir, const Batch *batch, const char *states);
 extern bool lease_unlock(Server *dir, bool commit);
 
-/* ---- agreement.c: both shards agree with the directory database before a delete ---- */
+/* ---- batch.c ---- */
+extern void batch_free(Batch *batch);
+extern char *batch_describe(const Batch *batch);
+
+/* ---- agreement.c: whether a shard agrees with the directory database ---- */
 #define DIR_IDENTITY_SIZE 80
+extern bool refusal_lasting(const char *refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
+extern bool directory_current(Server *dir);
 extern __thread char dir_identity[DIR_IDENTITY_SIZE];
 extern bool shards_agree(Server *dir, Server *src, Server *tgt, const Batch *batch);
 

@@ -154,7 +154,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 			lease_unlock(dir, false);
 			v = VERDICT_ERROR;
 		}
-		else if (!lease_record(dir, batch, "copied", *rows, *bytes) || !lease_unlock(dir, true))
+		else if (!lease_copied(dir, batch, *rows, *bytes) || !lease_unlock(dir, true))
 		{
 			server_rollback(dir);
 			v = VERDICT_ERROR;	/* a takeover copies again */

@@ -22,7 +22,7 @@ online_prepare(Move *m)
 	v = online_subscribe(m->dir, m->src, m->tgt, m->tables, m->ntables, &m->target, m->batch, &m->copied);
 	if (v == VERDICT_DIFFERENT)
 		return PHASE_CANNOT;
-	if (v != VERDICT_SAME || !lease_record(m->dir, m->batch, "subscribed", -1, -1))
+	if (v != VERDICT_SAME || !lease_subscribed(m->dir, m->batch))
 		return PHASE_GIVE_BACK;
 	m->progress = "subscribed";
 	crash_point("subscribed");
@@ -48,7 +48,7 @@ online_copy_rows(Move *m)
 	if (applied == ONLINE_CANNOT_APPLY || v == VERDICT_DIFFERENT)
 		return PHASE_CANNOT;
 	if (v != VERDICT_SAME || !advance_sequences(m->tgt, m->tables, m->ntables, &m->target)
-		|| !lease_record(m->dir, m->batch, "copied", m->rows, m->copied.bytes))
+		|| !lease_copied(m->dir, m->batch, m->rows, m->copied.bytes))
 		return PHASE_GIVE_BACK;
 	counters_add(m->rows, 0);
 	m->bytes = m->copied.bytes;

@@ -38,7 +38,7 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		return false;
 	}
 	t_delete = now_seconds();
-	if (delete_rows(src, f->tables, f->ntables, target) < 0 || !lease_call(dir, "finish", b, NULL)
+	if (delete_rows(src, f->tables, f->ntables, target) < 0 || !lease_finish(dir, b)
 		|| !lease_unlock(dir, true))
 	{
 		server_rollback(dir);

@@ -66,7 +66,7 @@ give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 	if (tgt != NULL && tgt->conn != NULL && server_open(tgt)
 		&& (src == NULL || !server_open(src) || online_drop_batch(src, tgt, batch)))
 		delete_rows(tgt, tables, ntables, target);
-	if (!lease_call(dir, "release", batch, NULL) || !lease_unlock(dir, true))
+	if (!lease_release(dir, batch) || !lease_unlock(dir, true))
 		server_rollback(dir);
 }
 
@@ -140,7 +140,7 @@ phase_cancelled(Move *m)
 		server_rollback(m->dir);
 		return PHASE_RETRY;
 	}
-	if (delete_rows(m->tgt, m->tables, m->ntables, &m->target) < 0 || !lease_call(m->dir, "finish", m->batch, NULL)
+	if (delete_rows(m->tgt, m->tables, m->ntables, &m->target) < 0 || !lease_finish(m->dir, m->batch)
 		|| !lease_unlock(m->dir, true))
 	{
 		server_rollback(m->dir);
@@ -164,7 +164,7 @@ phase_completed_elsewhere(Move *m)
 		   which, migration.id, one ? "was" : "were", one ? "its" : "their");
 	report("detail", "Their rows were left on shard \"%s\".", b->from_shard);
 	free(which);
-	lease_call(m->dir, "finish", m->batch, NULL);
+	lease_finish(m->dir, m->batch);
 	return PHASE_MOVED;
 }
 
@@ -187,7 +187,7 @@ phase_fence(Move *m)
 		return PHASE_NEXT;
 	if (strcmp(m->progress, "claimed") == 0 || strcmp(m->progress, "subscribed") == 0)
 	{
-		if (!lease_call(m->dir, "fence", m->batch, ", $4::interval"))
+		if (!lease_fence(m->dir, m->batch))
 			return PHASE_RETRY;
 		m->progress = "fenced";
 		crash_point("fenced");
@@ -234,7 +234,7 @@ phase_complete(Move *m)
 {
 	if (!in_flight(m))
 		return PHASE_NEXT;
-	if (!lease_call(m->dir, "complete", m->batch, ", $4::interval"))
+	if (!lease_complete(m->dir, m->batch))
 		return PHASE_RETRY;
 	m->times.done = now_seconds();
 	crash_point("completed");
@@ -312,7 +312,7 @@ batch_end(Move *m, PhaseResult r)
 			give_back(m->dir, m->src, m->tgt, m->tables, m->ntables, &m->target, b);
 			return STEP_FAILED;
 		case PHASE_REJECTED:
-			lease_call(m->dir, "release", b, NULL);
+			lease_release(m->dir, b);
 			return STEP_FAILED;
 		case PHASE_GIVE_BACK:
 			give_back(m->dir, m->src, m->tgt, m->tables, m->ntables, &m->target, b);
@@ -326,7 +326,7 @@ batch_end(Move *m, PhaseResult r)
 			 * leases, for a rerun once the shards are mended.
 			 */
 			if (strcmp(b->state, "copying") == 0 && strcmp(m->progress, "claimed") == 0)
-				lease_call(m->dir, "release", b, NULL);
+				lease_release(m->dir, b);
 			break;
 		case PHASE_RETRY:
 		case PHASE_NEXT:
