@@ -80,13 +80,11 @@ BEGIN
         WHEN 'chash_override' THEN 'SELECT r.directory, ''override'', r.tenant FROM (%s) r'
         WHEN 'chash_migration' THEN 'SELECT r.directory, ''migration'', r.id::text FROM (%s) r'
         ELSE 'SELECT m.directory, CASE WHEN c.steps > 1 THEN ''migration'' ELSE ''step'' END,
-                     CASE WHEN c.steps > 1 THEN r.migration::text ELSE r.migration || '':'' || r.step END
-                FROM (%1$s) r
-                JOIN @extschema@.chash_migration m ON m.id = r.migration
-                JOIN (SELECT x.migration, count(DISTINCT x.step) AS steps FROM (%1$s) x
-                       WHERE x.state IN (''copying'', ''fenced'') GROUP BY x.migration) c
-                  ON c.migration = r.migration
-               WHERE r.state IN (''copying'', ''fenced'')' END;
+                     CASE WHEN c.steps > 1 THEN c.migration::text ELSE c.migration || '':'' || c.step END
+                FROM (SELECT r.migration, count(DISTINCT r.step) AS steps, min(r.step) AS step
+                        FROM (%s) r WHERE r.state IN (''copying'', ''fenced'')
+                       GROUP BY r.migration) c
+                JOIN @extschema@.chash_migration m ON m.id = c.migration' END;
     EXECUTE format($q$
         WITH k (directory, kind, key) AS (SELECT DISTINCT * FROM (%s) x WHERE x.directory = ANY ($1)),
              n AS (SELECT k.directory, count(*) AS keys FROM k GROUP BY k.directory)
