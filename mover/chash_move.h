@@ -212,6 +212,9 @@ extern void finisher_stop(Finisher *finisher);
 extern Server *step_shard(Server *dir, const char *name);
 extern void step_shards_close(void);
 
+/* ---- lag_gate.c: no fence while a shard's replica of the directory lags (--max-lag) ---- */
+extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, const char *progress);
+
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
 extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,
 									   const char *name);

@@ -28,6 +28,7 @@ typedef struct MoveOptions
 	bool		batch_rows_given;	/* --batch-rows was given */
 	long long	max_rate;		/* --max-rate: rows a second across jobs (0: no bound) */
 	bool		dry_run;		/* --dry-run: print the batches, move nothing */
+	long long	max_lag;		/* --max-lag: bytes a shard's replica of the directory may lag at a fence (0: no gate) */
 } MoveOptions;
 
 extern MoveOptions options;

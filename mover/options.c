@@ -5,4 +5,4 @@
  */
 #include "chash_move.h"
 
-MoveOptions options = {0, NULL, 1, -1, 1000000, 50000, 0, 30, false, false, NULL, 60, false, 0, false};
+MoveOptions options = {0, NULL, 1, -1, 1000000, 50000, 0, 30, false, false, NULL, 60, false, 0, false, 0};

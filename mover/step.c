@@ -1066,6 +1066,8 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 			t_stream = now_seconds() - t0;
 		}
 
+		if (!lag_gate(dir, src, tgt, b, progress))
+			goto give_back;
 		/* 1. one fence for the batch; wait until no write admitted before can commit on the source */
 		if (strcmp(progress, "claimed") == 0 || strcmp(progress, "subscribed") == 0)
 		{

@@ -25,6 +25,7 @@ extern int	chash_max_rebalance_jobs;
 extern int	chash_rebalance_lease;
 extern int	chash_rebalance_batch_rows;
 extern bool chash_rebalance_online;
+extern int	chash_rebalance_max_lag;
 
 /* rebalance.c */
 extern void rebalance_init(void);
