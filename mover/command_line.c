@@ -192,8 +192,6 @@ parse_options(int argc, char **argv)
 		report("error", "options --migration and --directory cannot be used together");
 		exit(2);
 	}
-	/* under --max-rate a batch aims at half a second of rows (unless --batch-rows says): its write block stays short */
-	if (options.max_rate > 0 && !options.batch_rows_given && options.batch_rows > options.max_rate / 2)
-		options.batch_rows = options.max_rate / 2 > 0 ? options.max_rate / 2 : 1;
+	options_throttle_batches();
 	options.conninfo = argv[optind];
 }

@@ -33,6 +33,9 @@ typedef struct MoveOptions
 
 extern MoveOptions options;
 
+/* Under max_rate, batches of half a second of rows unless batch_rows_given. */
+extern void options_throttle_batches(void);
+
 /*
  * run.c: moves the migration the options name until it is done or
  * stop_requested (or stop_claiming) is set; 0 done, 1 failed or interrupted, 2 no single
