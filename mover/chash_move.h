@@ -18,6 +18,7 @@
 #define PROGNAME "chash_move"
 
 #include "engine.h"
+#include "../src/core/states.h"
 
 /* ---- command_line.c ---- */
 extern void parse_options(int argc, char **argv);
@@ -166,8 +167,8 @@ typedef struct Batch
 	char	   *tenant_list;	/* a text[] literal or NULL */
 	char	   *from_shard;
 	char	   *to_shard;
-	char	   *state;
-	char	   *progress;
+	step_state	state;			/* src/core/states.h, parsed once as the claim reads it */
+	lease_progress progress;
 } Batch;
 
 typedef enum ClaimResult
@@ -211,7 +212,7 @@ extern bool wait_fence(Server *dir, Server *src, const Batch *batch);
 extern bool wait_replica(Server *dir, Server *server, const Batch *batch, const char *states, const char *what);
 
 /* ---- crash_point.c ---- */
-extern void crash_point(const char *point);
+extern void crash_point(lease_progress point);
 
 /* ---- copy.c ---- */
 extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
@@ -250,7 +251,7 @@ extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
 
 /* ---- lag_gate.c: no fence while a shard's replica of the directory lags (--max-lag) ---- */
-extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, const char *progress);
+extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, lease_progress progress);
 
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
 extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,
