@@ -243,6 +243,7 @@ extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, i
 								  const StepTarget *target, const Batch *batch, const OnlineCopy *copy,
 								  long long *rows);
 extern void online_test_pause(void);
+extern void crash_point(const char *point);
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

@@ -729,8 +729,13 @@ advance_sequences(Server *tgt, TableInfo *tables, int ntables, const StepTarget 
 	return true;
 }
 
-/* Testing aid: CHASH_MOVE_CRASH_AT=subscribed|fenced|copied|completed kills the process there, once. */
-static void
+/*
+ * Testing aid: CHASH_MOVE_CRASH_AT=subscribed|copying|fenced|copied|completed|deleted
+ * kills the process there, the first time it gets there (copying: in
+ * the middle of a COPY, copy.c; deleted: the source's rows deleted, the
+ * leases not yet finished).
+ */
+void
 crash_point(const char *point)
 {
 	static pthread_mutex_t crash_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -791,8 +796,13 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		return false;
 	}
 	t_delete = now_seconds();
-	if (delete_rows(src, f->tables, f->ntables, target) < 0 || !lease_call(dir, "finish", b, NULL)
-		|| !lease_unlock(dir, true))
+	if (delete_rows(src, f->tables, f->ntables, target) < 0)
+	{
+		rollback(dir);
+		return false;
+	}
+	crash_point("deleted");
+	if (!lease_call(dir, "finish", b, NULL) || !lease_unlock(dir, true))
 	{
 		rollback(dir);
 		return false;
