@@ -210,6 +210,7 @@ extern Finisher *finisher_start(void);
 extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
 extern Server *step_shard(Server *dir, const char *name);
+extern void crash_point(const char *point);
 extern void step_shards_close(void);
 
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
@@ -218,6 +219,19 @@ extern bool replication_objects_record(Server *dir, int step, const char *source
 extern void replication_objects_clean(void);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
+/* Per table, the rows of an online step that changed since the copy, from the tally (online.c) */
+typedef struct TallyTable
+{
+	char	   *oid;			/* the table's on the source */
+	char	   *keys;			/* its replica identity columns, "a, b"; NULL: none, verified by a scan */
+	char	  **changed;		/* the keys of the rows changed since the copy, JSON objects */
+	int			nchanged;
+	int			distinct;		/* the first distinct are sorted, without repeats */
+	int			capacity;
+	long long	net;			/* rows inserted less rows deleted since the copy */
+	bool		unkeyed;		/* a change without a key came: verified by a scan */
+} TallyTable;
+
 /* What the tail verification needs of the mover's copy (online.c) */
 typedef struct OnlineCopy
 {
@@ -227,6 +241,13 @@ typedef struct OnlineCopy
 	char		target_xid[16]; /* the copy's transaction on the target */
 	long long	rows;
 	long long	bytes;
+	long long  *table_rows;		/* what the copy took of each table */
+	Server		tally;			/* holds the tally's temporary slot; conn NULL: no tally */
+	char	   *tally_slot;
+	char	   *filter;			/* the decoding filter's name: the subscription's slot */
+	TallyTable *tables;
+	int			ntables;
+	long long	changed;		/* rows changed since the copy, verified in the write block */
 } OnlineCopy;
 
 /* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */
@@ -237,13 +258,13 @@ extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntabl
 extern Verdict online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 								const StepTarget *target, const Batch *batch, OnlineCopy *copy);
 extern bool online_streaming(Server *tgt, int step, int ntables);
-extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
+extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables, OnlineCopy *copy);
 extern int	online_wait_applied(Server *src, Server *tgt, int step, int ntables);
 extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables,
-								  const StepTarget *target, const Batch *batch, const OnlineCopy *copy,
+								  const StepTarget *target, const Batch *batch, OnlineCopy *copy,
 								  long long *rows);
 extern void online_test_pause(void);
-extern void crash_point(const char *point);
+extern void online_copy_free(OnlineCopy *copy);
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

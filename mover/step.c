@@ -53,6 +53,7 @@ typedef struct Finish
 	bool		online;
 	long long	rows;
 	long long	bytes;
+	long long	changed;		/* online: rows changed since the copy, verified by the tally (-1: by a scan) */
 	double		t_start,
 				t_checked,
 				t_fence,
@@ -821,9 +822,13 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		{
 			char	   *name = online_name(b->steps[0]);
 
-			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
+			char	   *changed = f->changed >= 0 ? format_text("%lld changed since the copy", f->changed)
+				: format_text("%s", "the changes found by a scan");
+
+			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification (%s) %.3f s, writes blocked %.3f s",
 				   which, what, b->from_shard, b->to_shard, name,
-				   f->rows, f->t_stream, f->t_copy - f->t_copy0, f->t_done - f->t_fence);
+				   f->rows, f->t_stream, changed, f->t_copy - f->t_copy0, f->t_done - f->t_fence);
+			free(changed);
 			free(name);
 		}
 		else if (f->t_fence > 0 && one)
@@ -1066,7 +1071,7 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 			progress = "subscribed";
 			crash_point("subscribed");
 			online_test_pause();
-			if ((caught_up = online_wait_caught_up(src, tgt, step, ntables)) != 1)
+			if ((caught_up = online_wait_caught_up(src, tgt, step, ntables, &copied)) != 1)
 			{
 				if (caught_up == ONLINE_CANNOT_APPLY)
 					goto failed;
@@ -1167,6 +1172,7 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 	f.online = online;
 	f.rows = rows;
 	f.bytes = bytes;
+	f.changed = copied.known ? copied.changed : -1;
 	f.t_start = t_start;
 	f.t_checked = t_checked;
 	f.t_fence = t_fence;
@@ -1219,7 +1225,7 @@ retry:
 out:
 	if (outcome != STEP_MOVED)
 		pair_forget(b->from_shard, b->to_shard);
-	free(copied.source_xip);
+	online_copy_free(&copied);
 	free_tables(tables, ntables);
 	return outcome;
 }
