@@ -222,7 +222,7 @@ extern void replication_objects_clean(void);
 /* Per table, the rows of an online step that changed since the copy, from the tally (online.c) */
 typedef struct TallyTable
 {
-	char	   *oid;			/* the table's on the source */
+	char	   *oid[2];			/* the table's on the source and on the target */
 	char	   *keys;			/* its replica identity columns, "a, b"; NULL: none, verified by a scan */
 	char	  **changed;		/* the keys of the rows changed since the copy, JSON objects */
 	int			nchanged;
@@ -231,6 +231,14 @@ typedef struct TallyTable
 	long long	net;			/* rows inserted less rows deleted since the copy */
 	bool		unkeyed;		/* a change without a key came: verified by a scan */
 } TallyTable;
+
+/* A session holding a temporary slot of plugin chash that tallies a shard's changes of the step (online.c) */
+typedef struct Tally
+{
+	Server		server;			/* conn NULL: none */
+	char	   *slot;
+	const char *except_xid;		/* the transaction it leaves out, or NULL */
+} Tally;
 
 /* What the tail verification needs of the mover's copy (online.c) */
 typedef struct OnlineCopy
@@ -242,9 +250,8 @@ typedef struct OnlineCopy
 	long long	rows;
 	long long	bytes;
 	long long  *table_rows;		/* what the copy took of each table */
-	Server		tally;			/* holds the tally's temporary slot; conn NULL: no tally */
-	char	   *tally_slot;
-	char	   *filter;			/* the decoding filter's name: the subscription's slot */
+	Tally		tally[2];		/* the source's (a copy of the step's slot) and the target's */
+	char	   *filter;			/* the decoding filters' name: the subscription's slot */
 	TallyTable *tables;
 	int			ntables;
 	long long	changed;		/* rows changed since the copy, verified in the write block */

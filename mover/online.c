@@ -325,24 +325,28 @@ out:
 	return v;
 }
 
-/* ---- the tally ---- */
+/* ---- the tallies ---- */
 
-/* Ends the tally: its slot dropped (it would go with its session anyway), its keys freed. */
+/* Ends the tallies: their slots dropped (they would go with their sessions anyway), the keys freed. */
 static void
 tally_stop(OnlineCopy *copy)
 {
-	if (copy->tally.conn != NULL && copy->tally_slot != NULL)
+	for (int k = 0; k < 2; k++)
 	{
-		const char *params[1] = {copy->tally_slot};
+		Tally	   *t = &copy->tally[k];
 
-		PQclear(PQexecParams(copy->tally.conn, "SELECT pg_catalog.pg_drop_replication_slot($1)",
-							 1, NULL, params, NULL, NULL, 0));
+		if (t->server.conn != NULL && t->slot != NULL)
+		{
+			const char *params[1] = {t->slot};
+
+			PQclear(PQexecParams(t->server.conn, "SELECT pg_catalog.pg_drop_replication_slot($1)",
+								 1, NULL, params, NULL, NULL, 0));
+		}
+		server_close(&t->server);
+		free(t->server.schema);
+		free(t->slot);
+		memset(t, 0, sizeof(*t));
 	}
-	server_close(&copy->tally);
-	free(copy->tally.schema);
-	copy->tally.schema = NULL;
-	free(copy->tally_slot);
-	copy->tally_slot = NULL;
 	free(copy->filter);
 	copy->filter = NULL;
 	for (int i = 0; i < copy->ntables; i++)
@@ -350,7 +354,8 @@ tally_stop(OnlineCopy *copy)
 		for (int j = 0; j < copy->tables[i].nchanged; j++)
 			free(copy->tables[i].changed[j]);
 		free(copy->tables[i].changed);
-		free(copy->tables[i].oid);
+		free(copy->tables[i].oid[0]);
+		free(copy->tables[i].oid[1]);
 		free(copy->tables[i].keys);
 	}
 	free(copy->tables);
@@ -369,28 +374,77 @@ online_copy_free(OnlineCopy *copy)
 }
 
 /*
- * The tally's slot, a temporary copy of the step's slot (the same start:
- * it decodes what the subscription will stream), before the subscription
- * reads that; and each table's key.  Without it (said with --verbose)
- * the write block finds the changed rows by a scan of the step's rows.
+ * Opens a tally's session on the server and makes its temporary slot
+ * there with sql ($1 the slot's name, $2 another's): false, said with
+ * --verbose, when it cannot (a server without room for another slot, or
+ * not wal_level = logical, is no error of the move).
  */
-static void
-tally_start(Server *src, const char *name, TableInfo *tables, int ntables, OnlineCopy *copy)
+static bool
+tally_open(Tally *t, Server *server, const char *name, const char *sql, const char *other)
 {
-	const char *params[2] = {name, NULL};
+	const char *params[2] = {NULL, other};
 	PGresult   *res;
 
-	copy->tally.name = src->name;
-	copy->tally.conninfo = src->conninfo;
-	copy->tally_slot = format_text("%s_tally", name);
-	copy->filter = format_text("%s", name);
-	params[1] = copy->tally_slot;
-	if (!server_open(&copy->tally))
-		goto fail;
-	res = query(&copy->tally, "SELECT pg_catalog.pg_copy_logical_replication_slot($1, $2, true)", 2, params);
-	if (res == NULL)
-		goto fail;
+	t->server.name = server->name;
+	t->server.conninfo = server->conninfo;
+	t->slot = format_text("%s_tally", name);
+	params[0] = t->slot;
+	if (!server_open(&t->server))
+		return false;
+	res = PQexecParams(t->server.conn, sql, other ? 2 : 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		const char *m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+		if (options.verbose)
+			report("info", "no tally of the changes on shard \"%s\" (%.*s): the write block finds them by a scan",
+				   server->name, (int) strcspn(m ? m : "", "\n"), m ? m : "");
+		PQclear(res);
+		free(t->slot);
+		t->slot = NULL;
+		return false;
+	}
 	PQclear(res);
+	return true;
+}
+
+/*
+ * The target's tally, before anything of the step is written there (and
+ * before the source's slot, whose exported snapshot would hold up a slot
+ * made on the same server): a temporary slot of plugin chash on the
+ * target with the step's filter, which sees every change of the step's
+ * rows there from now on, the subscription's and any other session's;
+ * the copy's transaction is left out when it is read (except_xid).
+ */
+static void
+tally_start_target(Server *tgt, const char *name, const char *which, OnlineCopy *copy)
+{
+	char	   *directory = escape_literal(tgt->conn, migration.directory);
+	char	   *sql = format_text("SELECT %s.chash_decoding_filter_create('%s', %s, %s)", tgt->schema, name, directory, which);
+
+	copy->filter = format_text("%s", name);
+	if (!command(tgt, sql)
+		|| !tally_open(&copy->tally[1], tgt, name, "SELECT FROM pg_catalog.pg_create_logical_replication_slot($1, 'chash', true)", NULL))
+		tally_stop(copy);
+	free(sql);
+	free(directory);
+}
+
+/*
+ * The source's tally, a temporary copy of the step's slot (the same
+ * start: it decodes what the subscription will stream), before the
+ * subscription reads that; and each table's key.
+ */
+static void
+tally_start_source(Server *src, Server *tgt, const char *name, TableInfo *tables, int ntables, OnlineCopy *copy)
+{
+	const char *params[1];
+	PGresult   *res;
+
+	if (copy->tally[1].server.conn == NULL
+		|| !tally_open(&copy->tally[0], src, name, "SELECT FROM pg_catalog.pg_copy_logical_replication_slot($2, $1, true)", name))
+		goto fail;
+	copy->tally[1].except_xid = copy->target_xid;
 	copy->tables = calloc(ntables > 0 ? ntables : 1, sizeof(TallyTable));
 	copy->ntables = ntables;
 	for (int i = 0; i < ntables; i++)
@@ -409,15 +463,20 @@ tally_start(Server *src, const char *name, TableInfo *tables, int ntables, Onlin
 			PQclear(res);
 			goto fail;
 		}
-		copy->tables[i].oid = format_text("%s", PQgetvalue(res, 0, 0));
+		copy->tables[i].oid[0] = format_text("%s", PQgetvalue(res, 0, 0));
 		copy->tables[i].keys = PQgetisnull(res, 0, 1) ? NULL : format_text("%s", PQgetvalue(res, 0, 1));
+		PQclear(res);
+		res = query(tgt, "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid", 1, params);
+		if (res == NULL || PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+		{
+			PQclear(res);
+			goto fail;
+		}
+		copy->tables[i].oid[1] = format_text("%s", PQgetvalue(res, 0, 0));
 		PQclear(res);
 	}
 	return;
 fail:
-	if (options.verbose)
-		report("info", "no tally of the changes for replication slot \"%s\" on shard \"%s\": the write block finds them by a scan",
-			   name, src->name);
 	tally_stop(copy);
 }
 
@@ -445,60 +504,68 @@ tally_distinct(TallyTable *t)
 }
 
 /*
- * Reads what the tally decoded since it was last read: per table, the
- * keys of the changed rows and the rows inserted less those deleted.
- * False (the tally ended): the write block verifies by a scan.
+ * Reads what a tally decoded since it was last read: per table, the keys
+ * of the changed rows and, on the source, the rows inserted less those
+ * deleted.  False: it ended.
  */
+static bool
+tally_read_one(OnlineCopy *copy, Tally *t, int side)
+{
+	const char *params[3] = {t->slot, copy->filter, t->except_xid};
+	char	   *sql = format_text("SELECT data FROM pg_catalog.pg_logical_slot_get_changes($1, NULL, NULL, 'tally', $2%s)",
+								  t->except_xid ? ", 'except_xid', $3" : "");
+	PGresult   *res = query(&t->server, sql, t->except_xid ? 3 : 2, params);
+
+	free(sql);
+	if (res == NULL)
+		return false;
+	for (int r = 0; r < PQntuples(res); r++)
+	{
+		const char *line = PQgetvalue(res, r, 0);
+		const char *key = strlen(line) > 2 ? strchr(line + 2, ' ') : NULL;
+		TallyTable *tt = NULL;
+
+		for (int i = 0; i < copy->ntables && tt == NULL && key != NULL; i++)
+			if (strlen(copy->tables[i].oid[side]) == (size_t) (key - line - 2)
+				&& strncmp(copy->tables[i].oid[side], line + 2, key - line - 2) == 0)
+				tt = &copy->tables[i];
+		if (tt == NULL)
+		{
+			report("error", "the tally of shard \"%s\" has a line the mover does not know: %s", t->server.name, line);
+			PQclear(res);
+			return false;
+		}
+		key++;
+		if (side == 0)
+			tt->net += line[0] == 'I' ? 1 : line[0] == 'D' ? -1 : 0;
+		if (strcmp(key, "-") == 0)
+		{
+			tt->unkeyed = true;
+			continue;
+		}
+		if (tt->nchanged == tt->capacity)
+		{
+			tt->capacity = tt->capacity ? 2 * tt->capacity : 256;
+			tt->changed = realloc(tt->changed, tt->capacity * sizeof(char *));
+		}
+		tt->changed[tt->nchanged++] = format_text("%s", key);
+		if (tt->nchanged > 2 * tt->distinct + 4096)
+			tally_distinct(tt);
+	}
+	PQclear(res);
+	return true;
+}
+
+/* Both tallies read; false (both ended) when either cannot be: the write block then verifies by a scan. */
 static bool
 tally_read(OnlineCopy *copy)
 {
-	const char *params[2] = {copy->tally_slot, copy->filter};
-	PGresult   *res;
-
-	if (copy->tally.conn == NULL)
-		return false;
-	res = query(&copy->tally, "SELECT data FROM pg_catalog.pg_logical_slot_get_changes($1, NULL, NULL, 'tally', $2)",
-				2, params);
-	if (res == NULL)
+	if (copy->tally[0].server.conn == NULL || copy->tally[1].server.conn == NULL
+		|| !tally_read_one(copy, &copy->tally[0], 0) || !tally_read_one(copy, &copy->tally[1], 1))
 	{
 		tally_stop(copy);
 		return false;
 	}
-	for (int r = 0; r < PQntuples(res); r++)
-	{
-		const char *line = PQgetvalue(res, r, 0);
-		const char *oid = line + 2;
-		size_t		oidlen = strcspn(oid, " ");
-		const char *key = oid + oidlen + (oid[oidlen] == ' ');
-		TallyTable *t = NULL;
-
-		for (int i = 0; i < copy->ntables && t == NULL; i++)
-			if (strlen(copy->tables[i].oid) == oidlen && strncmp(copy->tables[i].oid, oid, oidlen) == 0)
-				t = &copy->tables[i];
-		if (t == NULL || strlen(line) < 2)
-		{
-			report("error", "the tally of replication slot \"%s\" on shard \"%s\" has a line the mover does not know: %s",
-				   copy->filter, copy->tally.name, line);
-			PQclear(res);
-			tally_stop(copy);
-			return false;
-		}
-		t->net += line[0] == 'I' ? 1 : line[0] == 'D' ? -1 : 0;
-		if (strcmp(key, "-") == 0)
-		{
-			t->unkeyed = true;
-			continue;
-		}
-		if (t->nchanged == t->capacity)
-		{
-			t->capacity = t->capacity ? 2 * t->capacity : 256;
-			t->changed = realloc(t->changed, t->capacity * sizeof(char *));
-		}
-		t->changed[t->nchanged++] = format_text("%s", key);
-		if (t->nchanged > 2 * t->distinct + 4096)
-			tally_distinct(t);
-	}
-	PQclear(res);
 	return true;
 }
 
@@ -563,6 +630,8 @@ online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int n
 	sql = format_text("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete')", name, list);
 	if (!command(src, sql))
 		goto out;
+	/* after the publication, by which a rerun finds the target's filter too */
+	tally_start_target(tgt, name, which, copy);
 	free(sql);
 	sql = format_text("SELECT %s.chash_decoding_filter_create('%s', %s, %s)", src->schema, name, directory, which);
 	if (!command(src, sql))
@@ -573,7 +642,7 @@ online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int n
 	if (v != VERDICT_SAME)
 		goto out;
 	/* before the subscription reads the slot */
-	tally_start(src, name, tables, ntables, copy);
+	tally_start_source(src, tgt, name, tables, ntables, copy);
 	/* synchronous_commit = local: what the target reports as flushed is what it applied */
 	free(sql);
 	conninfo = escape_literal(tgt->conn, src->conninfo);
@@ -1087,6 +1156,20 @@ online_wait_applied(Server *src, Server *tgt, int step, int ntables)
 	return ok;
 }
 
+/* Drops the decoding filter named so there, if chash there has them. */
+static bool
+filter_drop(Server *server, const char *name)
+{
+	const char *params[1] = {name};
+	char	   *sql = format_text("SELECT %1$s.chash_decoding_filter_drop($1) "
+								  " WHERE pg_catalog.to_regclass('%1$s.chash_decoding_filter') IS NOT NULL", server->schema);
+	PGresult   *res = query(server, sql, 1, params);
+
+	free(sql);
+	PQclear(res);
+	return res != NULL;
+}
+
 /*
  * Drops the step's replication objects, by their names, wherever they
  * are: the subscription on the target (which drops its slots on the
@@ -1137,6 +1220,10 @@ online_drop(Server *src, Server *tgt, int step)
 	}
 	PQclear(res);
 
+	/* the target's tally filter (its slot was a session's) */
+	if (!filter_drop(tgt, name))
+		goto out;
+
 	/* the slot (and a table copy's slots) once no walsender uses them */
 	params[1] = suboid ? format_text("pg\\_%s\\_sync\\_%%", suboid) : format_text("%s", "-");
 	for (int tries = 0;; tries++)
@@ -1184,13 +1271,8 @@ online_drop(Server *src, Server *tgt, int step)
 	PQclear(res);
 	if (ok)
 		goto out;
-	sql = format_text("SELECT %1$s.chash_decoding_filter_drop($1) "
-					  " WHERE pg_catalog.to_regclass('%1$s.chash_decoding_filter') IS NOT NULL", src->schema);
-	res = query(src, sql, 1, params);
-	free(sql);
-	if (res == NULL)
+	if (!filter_drop(src, name))
 		goto out;
-	PQclear(res);
 	sql = format_text("DROP PUBLICATION IF EXISTS %s", name);
 	ok = command(src, sql);
 	free(sql);

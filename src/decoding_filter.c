@@ -24,9 +24,10 @@
  * pgoutput stream but a text line for each change the filter passes,
  * "I|U|D <registered table's oid> <key>", the key the row's replica
  * identity columns as a JSON object ("-" when the relation has no
- * identity index).  The mover learns from it which rows changed since the
- * copy, so that the write block verifies only those (docs/shards.md,
- * "The write block").
+ * identity index); option except_xid leaves out one transaction's (on
+ * the target: the mover's copy).  The mover learns from it which rows
+ * changed since the copy on either shard, so that the write block
+ * verifies only those (docs/shards.md, "The write block").
  */
 #include "chash.h"
 
@@ -128,6 +129,7 @@ static Filter *filter = NULL;
 /* this decoding session's filter (the slot's name, or the tally's), and whether it tallies */
 static NameData filter_name;
 static bool tally_mode = false;
+static TransactionId tally_except = InvalidTransactionId;
 static MemoryContext tally_context = NULL;
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
@@ -492,6 +494,7 @@ chash_decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool
 
 	filter = NULL;
 	tally_mode = false;
+	tally_except = InvalidTransactionId;
 	namestrcpy(&filter_name, NameStr(MyReplicationSlot->data.name));
 	foreach(lc, ctx->output_plugin_options)
 	{
@@ -514,8 +517,21 @@ chash_decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool
 	foreach(lc, ctx->output_plugin_options)
 	{
 		DefElem    *option = lfirst(lc);
+		char	   *end;
 
-		if (strcmp(option->defname, "tally") != 0)
+		if (strcmp(option->defname, "except_xid") == 0)
+		{
+			unsigned long xid = option->arg != NULL && IsA(option->arg, String)
+				? strtoul(strVal(option->arg), &end, 10) : 0;
+
+			if (option->arg == NULL || !IsA(option->arg, String) || *strVal(option->arg) == '\0' || *end != '\0'
+				|| xid > PG_UINT32_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"except_xid\" of plugin \"chash\" needs a transaction id")));
+			tally_except = (TransactionId) xid;
+		}
+		else if (strcmp(option->defname, "tally") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("option \"%s\" of plugin \"chash\" cannot be used with option \"tally\"", option->defname)));
@@ -625,8 +641,12 @@ chash_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation
 					ReorderBufferChange *change)
 {
 	ReorderBufferChange copy;
-	ReorderBufferChange *passed = filter_change(relation, change, &copy);
+	ReorderBufferChange *passed;
 
+	/* the transaction the tally leaves out is not even filtered (the mover's copy: every row of the step) */
+	if (tally_mode && TransactionIdIsValid(tally_except) && txn->xid == tally_except)
+		return;
+	passed = filter_change(relation, change, &copy);
 	if (passed == NULL)
 		return;
 	if (tally_mode)
