@@ -1,8 +1,8 @@
 /*
  * chash_move: carries out a running chash migration between servers
  * (README.md, "chash_move").  Shared declarations of its files, one
- * concept each: options, connections, registered tables, the step
- * pipeline, leases, the progress line and messages.
+ * concept each: options, connections, registered tables, a batch's
+ * phases (move.h), leases, the progress line and messages.
  */
 #ifndef CHASH_MOVE_H
 #define CHASH_MOVE_H
@@ -55,6 +55,11 @@ extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
 extern char *format_text(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+extern void server_rollback(Server *server);
+
+/* ---- shards.c: the shards this job talks to, one connection each ---- */
+extern Server *step_shard(Server *dir, const char *name);
+extern void step_shards_close(void);
 
 /* ---- run.c: the migration being moved, and the move's engine ---- */
 typedef struct Migration
@@ -115,6 +120,15 @@ extern bool pair_checked(const char *src, const char *tgt, TableInfo *tables, in
 extern void pair_remember(const char *src, const char *tgt, const TableInfo *tables, int ntables);
 extern void pair_forget(const char *src, const char *tgt);
 
+/* ---- step_check.c: what a batch needs of its shard pair ---- */
+extern bool step_check(Server *src, Server *tgt, TableInfo *tables, int ntables);
+extern bool columns_unchanged(Server *src, Server *tgt, const TableInfo *tables, int ntables);
+
+/* ---- delete.c, sequences.c: a batch's rows deleted on a shard, the target's sequences advanced ---- */
+extern char *delete_sql(Server *server, const TableInfo *table, const StepTarget *target);
+extern long long delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *target);
+extern bool advance_sequences(Server *tgt, TableInfo *tables, int ntables, const StepTarget *target);
+
 /* ---- rowsum.c: the checksum of a binary COPY stream's rows ---- */
 typedef struct RowSum
 {
@@ -166,17 +180,38 @@ typedef enum ClaimResult
 } ClaimResult;
 
 extern ClaimResult lease_claim(Server *dir, Batch *batch, int max_steps);
-extern bool lease_call(Server *dir, const char *function, const Batch *batch, const char *extra);
-extern bool lease_record(Server *dir, const Batch *batch, const char *progress, long long rows, long long bytes);
+extern bool lease_fence(Server *dir, const Batch *batch);
+extern bool lease_complete(Server *dir, const Batch *batch);
+extern bool lease_release(Server *dir, const Batch *batch);
+extern bool lease_finish(Server *dir, const Batch *batch);
+extern bool lease_subscribed(Server *dir, const Batch *batch);
+extern bool lease_copied(Server *dir, const Batch *batch, long long rows, long long bytes);
 extern void *lease_keeper(void *arg);
 extern void lease_totals(Server *dir);
 extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
+extern bool lease_lock(Server *dir, const Batch *batch, const char *states);
+extern bool lease_unlock(Server *dir, bool commit);
+
+/* ---- batch.c ---- */
 extern void batch_free(Batch *batch);
 extern char *batch_describe(const Batch *batch);
+
+/* ---- agreement.c: whether a shard agrees with the directory database ---- */
+#define DIR_IDENTITY_SIZE 80
 extern bool refusal_lasting(const char *refusal);
 extern bool replica_position(Server *server, long long *version, char **refusal);
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
+extern bool directory_current(Server *dir);
+extern __thread char dir_identity[DIR_IDENTITY_SIZE];
+extern bool shards_agree(Server *dir, Server *src, Server *tgt, const Batch *batch);
+
+/* ---- wait_fence.c: the waits for the shards at a fence or a completion ---- */
+extern bool wait_fence(Server *dir, Server *src, const Batch *batch);
+extern bool wait_replica(Server *dir, Server *server, const Batch *batch, const char *states, const char *what);
+
+/* ---- crash_point.c ---- */
+extern void crash_point(const char *point);
 
 /* ---- copy.c ---- */
 extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
@@ -192,8 +227,10 @@ typedef enum Verdict
 
 extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 					  const StepTarget *target, const Batch *batch, long long *rows);
+extern Verdict verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+							const Batch *batch, long long *rows);
 
-/* ---- step.c ---- */
+/* ---- phases.c: a batch's move, phase by phase (move.h) ---- */
 typedef enum StepOutcome
 {
 	STEP_MOVED,					/* finished (moved, or cleaned up after a cancel) */
@@ -206,12 +243,14 @@ typedef enum StepOutcome
 typedef struct Finisher Finisher;
 
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finisher *finisher);
+
+/* ---- finisher.c ---- */
 extern Finisher *finisher_start(void);
 extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
-extern Server *step_shard(Server *dir, const char *name);
-extern void crash_point(const char *point);
-extern void step_shards_close(void);
+
+/* ---- lag_gate.c: no fence while a shard's replica of the directory lags (--max-lag) ---- */
+extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, const char *progress);
 
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
 extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,

@@ -4,7 +4,10 @@
  * expired together with the progress it had reached; every later call
  * checks the lease is still ours.  A keeper thread renews this process's
  * leases every third of their length, over a connection of its own, so a
- * long copy does not lose its step.
+ * long copy does not lose its step.  Each call a batch makes of its
+ * leases is a typed function here (lease_fence, lease_complete,
+ * lease_release, lease_finish, lease_subscribed, lease_copied,
+ * lease_lock and lease_unlock).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,24 +78,6 @@ lease_interval(void)
 	return format_text("%d seconds", options.lease_seconds);
 }
 
-void
-batch_free(Batch *batch)
-{
-	for (int i = 0; i < batch->nsteps; i++)
-		free(batch->tenants[i]);
-	free(batch->steps);
-	free(batch->slots);
-	free(batch->tenants);
-	free(batch->step_list);
-	free(batch->slot_list);
-	free(batch->tenant_list);
-	free(batch->from_shard);
-	free(batch->to_shard);
-	free(batch->state);
-	free(batch->progress);
-	memset(batch, 0, sizeof(*batch));
-}
-
 /* "{a,b}" of the values, each quoted as an array element; NULL when none */
 static char *
 array_literal(char **values, const int *numbers, int n)
@@ -127,8 +112,6 @@ array_literal(char **values, const int *numbers, int n)
 	*p = '\0';
 	return out;
 }
-
-static bool directory_current(Server *dir);
 
 /*
  * Claims a batch of up to max_steps steps (a takeover of expired leases
@@ -219,9 +202,9 @@ lease_claim(Server *dir, Batch *batch, int max_steps)
 	return result;
 }
 
-/* chash_steps_lease_<function>(migration, steps, holder[, extra]) */
-bool
-lease_call(Server *dir, const char *function, const Batch *batch, const char *extra)
+/* chash_steps_lease_<function>(migration, steps, holder[, lease]): one of the typed calls below */
+static bool
+lease_call(Server *dir, const char *function, const Batch *batch, bool with_lease)
 {
 	char	   *id = text_of(migration.id);
 	char	   *lease = lease_interval();
@@ -229,13 +212,41 @@ lease_call(Server *dir, const char *function, const Batch *batch, const char *ex
 	PGresult   *res;
 
 	res = query(dir, format_text("SELECT %s.chash_steps_lease_%s($1, $2::int[], $3%s)", dir->schema, function,
-								 extra ? extra : ""), extra ? 4 : 3, params);
+								 with_lease ? ", $4::interval" : ""), with_lease ? 4 : 3, params);
 	free(id);
 	free(lease);
 	if (res == NULL)
 		return false;
 	PQclear(res);
 	return true;
+}
+
+/* The batch fenced (one directory version), its leases renewed. */
+bool
+lease_fence(Server *dir, const Batch *batch)
+{
+	return lease_call(dir, "fence", batch, true);
+}
+
+/* The batch completed: ownership flips to the target (one directory version), its leases renewed. */
+bool
+lease_complete(Server *dir, const Batch *batch)
+{
+	return lease_call(dir, "complete", batch, true);
+}
+
+/* The batch given back: pending again, its leases gone. */
+bool
+lease_release(Server *dir, const Batch *batch)
+{
+	return lease_call(dir, "release", batch, false);
+}
+
+/* The batch's leases ended: its source rows deleted, or a cancelled batch's copy. */
+bool
+lease_finish(Server *dir, const Batch *batch)
+{
+	return lease_call(dir, "finish", batch, false);
 }
 
 /* "{v,0,0}": a batch's total on its first step, NULL for -1 (not counted) */
@@ -256,7 +267,7 @@ on_first_step(long long v, int nsteps)
 }
 
 /* progress "subscribed", or "copied" with the rows and bytes copied (-1: not counted) */
-bool
+static bool
 lease_record(Server *dir, const Batch *batch, const char *progress, long long rows, long long bytes)
 {
 	char	   *id = text_of(migration.id);
@@ -276,6 +287,20 @@ lease_record(Server *dir, const Batch *batch, const char *progress, long long ro
 		return false;
 	PQclear(res);
 	return true;
+}
+
+/* The online copy's subscription streams the batch's rows. */
+bool
+lease_subscribed(Server *dir, const Batch *batch)
+{
+	return lease_record(dir, batch, "subscribed", -1, -1);
+}
+
+/* The batch's rows are on the target and verified: rows and bytes copied (-1: not counted). */
+bool
+lease_copied(Server *dir, const Batch *batch, long long rows, long long bytes)
+{
+	return lease_record(dir, batch, "copied", rows, bytes);
 }
 
 /* The migration's steps done and in all, for the progress line. */
@@ -362,263 +387,41 @@ lease_keeper(void *arg)
 	return NULL;
 }
 
-/* "step 7", or "steps 7-1606 (a batch of 1600)": in messages */
-char *
-batch_describe(const Batch *batch)
-{
-	if (batch->nsteps == 1)
-		return format_text("step %d", batch->steps[0]);
-	return format_text("steps %d-%d (a batch of %d)", batch->steps[0], batch->steps[batch->nsteps - 1],
-					   batch->nsteps);
-}
-
-/* ---- whether a shard agrees with the directory (docs/shards.md, "Failover") ---- */
-
 /*
- * A shard's refusal that only a DBA mends: its replica met another
- * directory history, or its subscription is gone (the sentences of
- * chash_shard_refusal_reason, src/sql/1.1--1.2/70_failover_state.sql).
- * The others (disabled, silent, no apply worker) are a partition, which a
- * bounded wait waits out.
+ * Opens a transaction on the directory database holding the batch's lease
+ * rows locked, if this process still holds them all and every step is in
+ * one of the states.  A shard's commit made while it is held cannot race a
+ * takeover or a completion by another mover (both need that row).
  */
 bool
-refusal_lasting(const char *refusal)
-{
-	static const char another[] = "Its replica met another directory history";
-	static const char subscription[] = "Its subscription ";
-
-	return refusal != NULL
-		&& (strncmp(refusal, another, sizeof(another) - 1) == 0
-			|| (strncmp(refusal, subscription, sizeof(subscription) - 1) == 0
-				&& strstr(refusal, " does not exist.") != NULL));
-}
-
-static const char *failover_hint =
-"If the directory database was replaced by its standby, run SELECT * FROM chash_directory_reconcile() there "
-"and chash_shard_repoint() on each shard (docs/shards.md, \"Failover\"), then chash_move again.";
-
-/*
- * The shard's replica of the directory: its version (-1: none), and its
- * refusal (malloc'd; NULL when it can vouch for it, or has no
- * chash_shard_refusal).  False, with the error said, when it cannot be read.
- */
-bool
-replica_position(Server *server, long long *version, char **refusal)
-{
-	const char *params[1] = {migration.directory};
-	char	   *why = server->has_refusal ? format_text("%s.chash_shard_refusal($1)", server->schema)
-		: format_text("NULL::pg_catalog.text");
-	PGresult   *res = query(server, format_text("SELECT (SELECT d.version FROM %s.chash_directory d WHERE d.name = $1), %s",
-											   server->schema, why), 1, params);
-
-	free(why);
-	if (res == NULL)
-		return false;
-	*version = PQgetisnull(res, 0, 0) ? -1 : atoll(PQgetvalue(res, 0, 0));
-	*refusal = PQgetisnull(res, 0, 1) ? NULL : format_text("%s", PQgetvalue(res, 0, 1));
-	PQclear(res);
-	return true;
-}
-
-/*
- * Whether the shard agrees with the directory database about the batch
- * (NULL: only about the directory's version), read now: the shard first,
- * then the directory (inside the caller's transaction there, if it holds
- * one), so a version the shard applied meanwhile cannot look like one the
- * directory lacks.  A replica may lag behind the directory; it must never
- * be ahead of it: a version above the directory's, a step done where the
- * directory says otherwise, or cancelled where it does not, or at the
- * directory's own version a step further on (fenced where the directory
- * says pending or copying).  Below the directory's version a replica may
- * show a step further on than the directory: a step given back (fenced,
- * then pending again) on a version it has not applied yet.  Nor may the
- * directory database become another server (*identity: its system
- * identifier and timeline, recorded on the first call when empty), nor
- * may the shard's replica have met another history.  On a disagreement
- * the error names it, with each side's word, and config_error stops the
- * mover: nothing is deleted, nothing given back.  False also when a query
- * failed (said, config_error untouched).
- */
-bool
-shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size)
+lease_lock(Server *dir, const Batch *batch, const char *states)
 {
 	char	   *id = format_text("%lld", migration.id);
-	char	   *dir_version = NULL;
-	char	   *version_text = NULL;
-	char	   *agree_sql = NULL;
-	const char *params[5] = {migration.directory, id, "{}", "{}", NULL};
-	char	   *which = batch ? batch_describe(batch) : format_text("the next claim");
-	long long	version;
-	char	   *refusal = NULL;
-	PGresult   *rs = NULL,
-			   *rd = NULL;
-	bool		ok = false;
+	const char *params[4] = {id, batch->step_list, migration.holder, states};
+	PGresult   *res;
+	bool		ok;
 
-	if (!replica_position(shard, &version, &refusal))
-		goto out;
-	version_text = format_text("%lld", version);
-	params[4] = version_text;
-	if (batch != NULL)
-	{
-		const char *sp[2] = {id, batch->step_list};
-
-		rs = query(shard, format_text("SELECT pg_catalog.array_agg(s.step ORDER BY s.step)::pg_catalog.text, "
-									  "       pg_catalog.array_agg(s.state ORDER BY s.step)::pg_catalog.text "
-									  "  FROM %s.chash_migration_step s WHERE s.migration = $1 AND s.step = ANY ($2::pg_catalog.int4[])",
-									  shard->schema), 2, sp);
-		if (rs == NULL)
-			goto out;
-		if (!PQgetisnull(rs, 0, 0))
-		{
-			params[2] = PQgetvalue(rs, 0, 0);
-			params[3] = PQgetvalue(rs, 0, 1);
-		}
-	}
-	/*
-	 * A commit reaches the shards' replicas (its WAL is flushed and sent,
-	 * and a synchronous subscriber's wait ends) a moment before the
-	 * directory's own new snapshots see it, so a replica one commit ahead
-	 * is read again for a while before it counts as a disagreement.
-	 */
-	agree_sql = format_text(
-		"SELECT d.version, %1$s.chash_server_identity(), x.step, x.here, x.there "
-		"  FROM %1$s.chash_directory d "
-		"  LEFT JOIN LATERAL ("
-		"       SELECT s.step, s.state AS here, r.state AS there "
-		"         FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int4[]), pg_catalog.unnest($4::pg_catalog.text[])) r(step, state) "
-		"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
-		"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
-		"                   WHEN r.state = 'cancelled' THEN true "
-		"                   WHEN r.state = 'done' THEN s.state <> 'done' "
-		"                   WHEN $5::pg_catalog.int8 < d.version THEN false "
-		"                   ELSE pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], r.state) "
-		"                      > pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], s.state) END "
-		"        ORDER BY s.step LIMIT 1) x ON true "
-		" WHERE d.name = $1", dir->schema);
-	for (int attempt = 0;; attempt++)
-	{
-		rd = query(dir, agree_sql, 5, params);
-		if (rd == NULL)
-			goto out;
-		if (PQntuples(rd) != 1)
-		{
-			report("error", "directory \"%s\" does not exist on the directory database", migration.directory);
-			report("detail", "Nothing was deleted. %s", batch ? "The steps were not given back." : "");
-			config_error = true;
-			goto out;
-		}
-		if (attempt < 40 && (version > atoll(PQgetvalue(rd, 0, 0)) || !PQgetisnull(rd, 0, 2)))
-		{
-			PQclear(rd);
-			rd = NULL;
-			usleep(50 * 1000);
-			continue;
-		}
-		break;
-	}
-	dir_version = PQgetvalue(rd, 0, 0);
-	if (identity[0] == '\0')
-		snprintf(identity, identity_size, "%s", PQgetvalue(rd, 0, 1));
-	else if (strcmp(identity, PQgetvalue(rd, 0, 1)) != 0)
-	{
-		report("error", "the directory database changed during %s of migration %lld: it was server %s and is server %s now",
-			   which, migration.id, identity, PQgetvalue(rd, 0, 1));
-		report("detail", "Its system identifier or timeline changed: a standby was promoted, or the connection string leads elsewhere. "
-			   "Nothing was deleted, and the steps were not given back.");
-		report("hint", "%s", failover_hint);
-		config_error = true;
-		goto out;
-	}
-	if (refusal_lasting(refusal))
-	{
-		report("error", "shard \"%s\" cannot vouch for its replica of directory \"%s\"", shard->name, migration.directory);
-		report("detail", "%s Nothing was deleted.", refusal);
-		report("hint", "%s", failover_hint);
-		config_error = true;
-		goto out;
-	}
-	if (version > atoll(dir_version))
-	{
-		report("error", "shard \"%s\" is ahead of the directory database: its replica of directory \"%s\" is at version %lld, "
-			   "the directory database at version %s", shard->name, migration.directory, version, dir_version);
-		report("detail", "The directory database lacks versions the shard applied: a promoted standby that missed them, "
-			   "or a server the shard does not replicate from. Nothing was deleted%s.",
-			   batch ? ", and the steps were not given back" : "");
-		report("hint", "%s", failover_hint);
-		config_error = true;
-		goto out;
-	}
-	if (!PQgetisnull(rd, 0, 2))
-	{
-		report("error", "the directory database and shard \"%s\" disagree about step %s of migration %lld: "
-			   "the directory database says \"%s\", the shard's replica says \"%s\"",
-			   shard->name, PQgetvalue(rd, 0, 2), migration.id, PQgetvalue(rd, 0, 3), PQgetvalue(rd, 0, 4));
-		report("detail", "A replica may lag behind the directory, never be ahead of it: the directory database lacks "
-			   "versions the shard applied. Nothing was deleted, and the steps were not given back.");
-		report("hint", "%s", failover_hint);
-		config_error = true;
-		goto out;
-	}
-	ok = true;
-out:
-	PQclear(rs);
-	PQclear(rd);
-	free(refusal);
-	free(version_text);
-	free(agree_sql);
-	free(which);
+	if (!server_open(dir) || !command(dir, "BEGIN"))
+		return false;
+	res = query(dir, format_text("SELECT %1$s.chash_steps_lease_check($1, $2::int[], $3) IS NOT NULL "
+								 "   AND (SELECT pg_catalog.count(*) = pg_catalog.cardinality($2::int[]) "
+								 "               AND pg_catalog.bool_and(s.state = ANY ($4::text[])) "
+								 "          FROM %1$s.chash_migration_step s "
+								 "         WHERE s.migration = $1 AND s.step = ANY ($2::int[]))",
+								 dir->schema), 4, params);
+	ok = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
 	free(id);
+	if (!ok)
+		server_rollback(dir);
 	return ok;
 }
 
-/*
- * Before this process claims anything: no shard of the directory is ahead
- * of the directory database or follows another history.  A claim on a
- * promoted directory that lacks versions the shards applied would re-use
- * their numbers, and chash_directory_reconcile cannot merge the mover's
- * changes with the shards' (docs/shards.md, "Failover").  Once per
- * process; a shard it cannot reach is left to the steps that need it.
- */
-static bool
-directory_current(Server *dir)
+bool
+lease_unlock(Server *dir, bool commit)
 {
-	static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
-	static int	state = 0;		/* 1: checked and agreed, -1: disagreed */
-	const char *params[1] = {migration.directory};
-	PGresult   *res;
-	bool		ok = true;
-
-	pthread_mutex_lock(&once_lock);
-	if (state != 0)
-		goto out;
-	res = query(dir, format_text("SELECT shard, server FROM %s.chash_shard WHERE directory = $1 AND server IS NOT NULL "
-								 "ORDER BY shard", dir->schema), 1, params);
-	if (res == NULL)
-	{
-		ok = false;
-		goto out;
-	}
-	for (int i = 0; i < PQntuples(res) && ok; i++)
-	{
-		Server		s = {.name = PQgetvalue(res, i, 0), .conninfo = conninfo_of_server(PQgetvalue(res, i, 1))};
-		char		identity[80] = "";
-
-		if (server_open(&s))
-		{
-			ok = shard_agrees(dir, &s, NULL, identity, sizeof(identity));
-			server_close(&s);
-			if (!ok && config_error)
-				state = -1;
-		}
-		free(s.conninfo);
-		free(s.schema);
-	}
-	PQclear(res);
-	if (ok)
-		state = 1;
-out:
-	if (state == -1)
-		ok = false;
-	pthread_mutex_unlock(&once_lock);
-	return ok;
+	if (commit)
+		return command(dir, "COMMIT");
+	server_rollback(dir);
+	return false;
 }
