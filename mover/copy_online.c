@@ -27,7 +27,7 @@ online_prepare(Move *m)
 	m->progress = LEASE_SUBSCRIBED;
 	crash_point(LEASE_SUBSCRIBED);
 	online_test_pause();
-	if ((caught_up = online_wait_caught_up(m->src, m->tgt, m->batch->steps[0], m->ntables)) != 1)
+	if ((caught_up = online_wait_caught_up(m->src, m->tgt, m->batch->steps[0], m->ntables, &m->copied)) != 1)
 		return caught_up == ONLINE_CANNOT_APPLY ? PHASE_CANNOT : PHASE_GIVE_BACK;
 	m->times.stream = now_seconds() - t0;
 	return PHASE_NEXT;

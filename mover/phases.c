@@ -258,6 +258,7 @@ phase_clean_up(Move *m)
 	f.online = m->copy == &online_copy;
 	f.rows = m->rows;
 	f.bytes = m->bytes;
+	f.changed = m->copied.known ? m->copied.changed : -1;
 	f.times = m->times;
 	memcpy(f.identity, dir_identity, sizeof(f.identity));
 	m->moved = m->rows;
@@ -359,7 +360,7 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 	if (outcome != STEP_MOVED)
 		pair_forget(b->from_shard, b->to_shard);
 	*moved = outcome == STEP_MOVED ? m.moved : 0;
-	free(m.copied.source_xip);
+	online_copy_free(&m.copied);
 	free_tables(m.tables, m.ntables);
 	return outcome;
 }
