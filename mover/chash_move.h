@@ -212,7 +212,8 @@ extern bool wait_fence(Server *dir, Server *src, const Batch *batch);
 extern bool wait_replica(Server *dir, Server *server, const Batch *batch, const char *states, const char *what);
 
 /* ---- crash_point.c ---- */
-extern void crash_point(lease_progress point);
+extern void crash_point(const char *point);
+#define crash_point_at(progress) crash_point(state_name(STATE_LEASE, (progress)))
 
 /* ---- copy.c ---- */
 extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,

@@ -192,7 +192,7 @@ phase_fence(Move *m)
 		if (!lease_fence(m->dir, m->batch))
 			return PHASE_RETRY;
 		m->progress = LEASE_FENCED;
-		crash_point(LEASE_FENCED);
+		crash_point_at(LEASE_FENCED);
 	}
 	m->times.fence = now_seconds();
 	return PHASE_NEXT;
@@ -239,7 +239,7 @@ phase_complete(Move *m)
 	if (!lease_complete(m->dir, m->batch))
 		return PHASE_RETRY;
 	m->times.done = now_seconds();
-	crash_point(LEASE_COMPLETED);
+	crash_point_at(LEASE_COMPLETED);
 	return PHASE_NEXT;
 }
 
