@@ -8,7 +8,12 @@
 
 #include "chash_move.h"
 
-/* Testing aid: CHASH_MOVE_CRASH_AT=subscribed|fenced|copied|completed kills the process there, once. */
+/*
+ * Testing aid: CHASH_MOVE_CRASH_AT=subscribed|copying|fenced|copied|completed|deleted
+ * kills the process there, the first time it gets there (copying: in
+ * the middle of a COPY, copy.c; deleted: the source's rows deleted, the
+ * leases not yet finished).
+ */
 void
 crash_point(const char *point)
 {
