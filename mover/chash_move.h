@@ -39,7 +39,7 @@ typedef struct Server
 	char	   *schema;			/* chash's schema there, quoted */
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
-	bool		has_refusal;	/* chash_shard_refusal exists there (1.2) */
+	bool		has_refusal;	/* chash_shard_refusal and _code exist there (1.2) */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -174,8 +174,7 @@ extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
 extern void batch_free(Batch *batch);
 extern char *batch_describe(const Batch *batch);
-extern bool refusal_lasting(const char *refusal);
-extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal, bool *lasting);
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 
 /* ---- copy.c ---- */

@@ -210,6 +210,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 	bool		expired = waited >= options.fence_timeout;
 	long long	version = -1;
 	char	   *refusal = NULL;
+	bool		lasting = false;
 	char	   *which;
 	char	   *where;
 	PGresult   *res;
@@ -218,7 +219,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 	if (!expired && now_seconds() < *next_say)
 		return true;
 	*next_say = now_seconds() + 5;
-	if (!replica_position(server, &version, &refusal))
+	if (!replica_position(server, &version, &refusal, &lasting))
 		return false;
 	res = query(dir, format_text("SELECT version FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
 	which = batch_describe(batch);
@@ -226,7 +227,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 						migration.directory, version,
 						res != NULL && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "unknown");
 	PQclear(res);
-	if (refusal_lasting(refusal))
+	if (lasting)
 	{
 		report("error", "shard \"%s\" cannot vouch for its replica of directory \"%s\"", server->name, migration.directory);
 		report("detail", "%s The mover waited for it to apply the %s of %s.", refusal, what, which);
@@ -729,13 +730,27 @@ advance_sequences(Server *tgt, TableInfo *tables, int ntables, const StepTarget 
 	return true;
 }
 
-/* Testing aid: CHASH_MOVE_CRASH_AT=subscribed|fenced|copied|completed kills the process there, once. */
+/*
+ * Testing aids: CHASH_MOVE_CRASH_AT=subscribed|fenced|copied|completed kills
+ * the process there, once; CHASH_MOVE_PAUSE_AT=<point>:<seconds> waits
+ * there that long (or until SIGTERM), so that a test acts at that point.
+ */
 static void
 crash_point(const char *point)
 {
 	static pthread_mutex_t crash_lock = PTHREAD_MUTEX_INITIALIZER;
 	const char *at = getenv("CHASH_MOVE_CRASH_AT");
+	const char *pause = getenv("CHASH_MOVE_PAUSE_AT");
+	size_t		len = strlen(point);
 
+	if (pause != NULL && strncmp(pause, point, len) == 0 && pause[len] == ':')
+	{
+		double		until = now_seconds() + atof(pause + len + 1);
+
+		report("info", "paused at \"%s\" (CHASH_MOVE_PAUSE_AT)", point);
+		while (now_seconds() < until && !stop_requested)
+			usleep(20 * 1000);
+	}
 	if (at == NULL || strcmp(at, point) != 0)
 		return;
 	pthread_mutex_lock(&crash_lock);
