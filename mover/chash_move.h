@@ -1,8 +1,8 @@
 /*
  * chash_move: carries out a running chash migration between servers
  * (README.md, "chash_move").  Shared declarations of its files, one
- * concept each: options, connections, registered tables, the step
- * pipeline, leases, the progress line and messages.
+ * concept each: options, connections, registered tables, a batch's
+ * phases (move.h), leases, the progress line and messages.
  */
 #ifndef CHASH_MOVE_H
 #define CHASH_MOVE_H
@@ -18,6 +18,7 @@
 #define PROGNAME "chash_move"
 
 #include "engine.h"
+#include "../src/core/states.h"
 
 /* ---- command_line.c ---- */
 extern void parse_options(int argc, char **argv);
@@ -55,6 +56,11 @@ extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
 extern char *format_text(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+extern void server_rollback(Server *server);
+
+/* ---- shards.c: the shards this job talks to, one connection each ---- */
+extern Server *step_shard(Server *dir, const char *name);
+extern void step_shards_close(void);
 
 /* ---- run.c: the migration being moved, and the move's engine ---- */
 typedef struct Migration
@@ -115,6 +121,15 @@ extern bool pair_checked(const char *src, const char *tgt, TableInfo *tables, in
 extern void pair_remember(const char *src, const char *tgt, const TableInfo *tables, int ntables);
 extern void pair_forget(const char *src, const char *tgt);
 
+/* ---- step_check.c: what a batch needs of its shard pair ---- */
+extern bool step_check(Server *src, Server *tgt, TableInfo *tables, int ntables);
+extern bool columns_unchanged(Server *src, Server *tgt, const TableInfo *tables, int ntables);
+
+/* ---- delete.c, sequences.c: a batch's rows deleted on a shard, the target's sequences advanced ---- */
+extern char *delete_sql(Server *server, const TableInfo *table, const StepTarget *target);
+extern long long delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *target);
+extern bool advance_sequences(Server *tgt, TableInfo *tables, int ntables, const StepTarget *target);
+
 /* ---- rowsum.c: the checksum of a binary COPY stream's rows ---- */
 typedef struct RowSum
 {
@@ -152,8 +167,8 @@ typedef struct Batch
 	char	   *tenant_list;	/* a text[] literal or NULL */
 	char	   *from_shard;
 	char	   *to_shard;
-	char	   *state;
-	char	   *progress;
+	step_state	state;			/* src/core/states.h, parsed once as the claim reads it */
+	lease_progress progress;
 } Batch;
 
 typedef enum ClaimResult
@@ -166,16 +181,38 @@ typedef enum ClaimResult
 } ClaimResult;
 
 extern ClaimResult lease_claim(Server *dir, Batch *batch, int max_steps);
-extern bool lease_call(Server *dir, const char *function, const Batch *batch, const char *extra);
-extern bool lease_record(Server *dir, const Batch *batch, const char *progress, long long rows, long long bytes);
+extern bool lease_fence(Server *dir, const Batch *batch);
+extern bool lease_complete(Server *dir, const Batch *batch);
+extern bool lease_release(Server *dir, const Batch *batch);
+extern bool lease_finish(Server *dir, const Batch *batch);
+extern bool lease_subscribed(Server *dir, const Batch *batch);
+extern bool lease_copied(Server *dir, const Batch *batch, long long rows, long long bytes);
 extern void *lease_keeper(void *arg);
 extern void lease_totals(Server *dir);
 extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
+extern bool lease_lock(Server *dir, const Batch *batch, const char *states);
+extern bool lease_unlock(Server *dir, bool commit);
+
+/* ---- batch.c ---- */
 extern void batch_free(Batch *batch);
 extern char *batch_describe(const Batch *batch);
+
+/* ---- agreement.c: whether a shard agrees with the directory database ---- */
+#define DIR_IDENTITY_SIZE 80
 extern bool replica_position(Server *server, long long *version, char **refusal, bool *lasting);
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
+extern bool directory_current(Server *dir);
+extern __thread char dir_identity[DIR_IDENTITY_SIZE];
+extern bool shards_agree(Server *dir, Server *src, Server *tgt, const Batch *batch);
+
+/* ---- wait_fence.c: the waits for the shards at a fence or a completion ---- */
+extern bool wait_fence(Server *dir, Server *src, const Batch *batch);
+extern bool wait_replica(Server *dir, Server *server, const Batch *batch, const char *states, const char *what);
+
+/* ---- crash_point.c ---- */
+extern void crash_point(const char *point);
+#define crash_point_at(progress) crash_point(state_name(STATE_LEASE, (progress)))
 
 /* ---- copy.c ---- */
 extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
@@ -191,8 +228,10 @@ typedef enum Verdict
 
 extern Verdict verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 					  const StepTarget *target, const Batch *batch, long long *rows);
+extern Verdict verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+							const Batch *batch, long long *rows);
 
-/* ---- step.c ---- */
+/* ---- phases.c: a batch's move, phase by phase (move.h) ---- */
 typedef enum StepOutcome
 {
 	STEP_MOVED,					/* finished (moved, or cleaned up after a cancel) */
@@ -205,11 +244,14 @@ typedef enum StepOutcome
 typedef struct Finisher Finisher;
 
 extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finisher *finisher);
+
+/* ---- finisher.c ---- */
 extern Finisher *finisher_start(void);
 extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
-extern Server *step_shard(Server *dir, const char *name);
-extern void step_shards_close(void);
+
+/* ---- lag_gate.c: no fence while a shard's replica of the directory lags (--max-lag) ---- */
+extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, lease_progress progress);
 
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
 extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,
@@ -217,6 +259,27 @@ extern bool replication_objects_record(Server *dir, int step, const char *source
 extern void replication_objects_clean(void);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
+/* Per table, the rows of an online step that changed since the copy, from the tally (online.c) */
+typedef struct TallyTable
+{
+	char	   *oid[2];			/* the table's on the source and on the target */
+	char	   *keys;			/* its replica identity columns, "a, b"; NULL: none, verified by a scan */
+	char	  **changed;		/* the keys of the rows changed since the copy, JSON objects */
+	int			nchanged;
+	int			distinct;		/* the first distinct are sorted, without repeats */
+	int			capacity;
+	long long	net;			/* rows inserted less rows deleted since the copy */
+	bool		unkeyed;		/* a change without a key came: verified by a scan */
+} TallyTable;
+
+/* A session holding a temporary slot of plugin chash that tallies a shard's changes of the step (online.c) */
+typedef struct Tally
+{
+	Server		server;			/* conn NULL: none */
+	char	   *slot;
+	const char *except_xid;		/* the transaction it leaves out, or NULL */
+} Tally;
+
 /* What the tail verification needs of the mover's copy (online.c) */
 typedef struct OnlineCopy
 {
@@ -226,6 +289,12 @@ typedef struct OnlineCopy
 	char		target_xid[16]; /* the copy's transaction on the target */
 	long long	rows;
 	long long	bytes;
+	long long  *table_rows;		/* what the copy took of each table */
+	Tally		tally[2];		/* the source's (a copy of the step's slot) and the target's */
+	char	   *filter;			/* the decoding filters' name: the subscription's slot */
+	TallyTable *tables;
+	int			ntables;
+	long long	changed;		/* rows changed since the copy, verified in the write block */
 } OnlineCopy;
 
 /* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */
@@ -236,12 +305,13 @@ extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntabl
 extern Verdict online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 								const StepTarget *target, const Batch *batch, OnlineCopy *copy);
 extern bool online_streaming(Server *tgt, int step, int ntables);
-extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
+extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables, OnlineCopy *copy);
 extern int	online_wait_applied(Server *src, Server *tgt, int step, int ntables);
 extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables,
-								  const StepTarget *target, const Batch *batch, const OnlineCopy *copy,
+								  const StepTarget *target, const Batch *batch, OnlineCopy *copy,
 								  long long *rows);
 extern void online_test_pause(void);
+extern void online_copy_free(OnlineCopy *copy);
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

@@ -354,3 +354,29 @@ server_close(Server *server)
 		PQfinish(server->conn);
 	server->conn = NULL;
 }
+
+/* Ends the server's transaction, if one is open: a running query cancelled, then ROLLBACK. */
+void
+server_rollback(Server *server)
+{
+	if (server->conn != NULL && PQtransactionStatus(server->conn) != PQTRANS_IDLE)
+	{
+		PGresult   *res;
+
+		if (PQtransactionStatus(server->conn) == PQTRANS_ACTIVE)
+		{
+			PGcancel   *cancel = PQgetCancel(server->conn);
+			char		buf[256];
+
+			if (cancel)
+			{
+				PQcancel(cancel, buf, sizeof(buf));
+				PQfreeCancel(cancel);
+			}
+			while ((res = PQgetResult(server->conn)) != NULL)
+				PQclear(res);
+		}
+		res = PQexec(server->conn, "ROLLBACK");
+		PQclear(res);
+	}
+}

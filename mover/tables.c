@@ -7,7 +7,7 @@
  * expression index on it is, so the planner can use one; pins are read
  * from the shard's replica of chash_override.  Foreign keys between the
  * registered tables order them: a step copies parents first and deletes
- * children first.  The checks of a shard pair (step.c, step_check) are
+ * children first.  The checks of a shard pair (step_check.c) are
  * kept for the run: later batches of the pair reuse them while the
  * registered tables and their columns stay the same, and a batch that
  * fails forgets them.
@@ -335,7 +335,7 @@ order_tables(Server *src, TableInfo *tables, int ntables)
 /*
  * The sequences the target's table owns (serial and identity columns,
  * pg_depend), which a step moves values of; the mover must be able to
- * advance them (step.c, advance_sequences).
+ * advance them (sequences.c, advance_sequences).
  */
 bool
 owned_sequences(Server *tgt, TableInfo *table)

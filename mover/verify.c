@@ -73,3 +73,18 @@ verify(Server *src, Server *tgt, TableInfo *tables, int ntables,
 	}
 	return VERDICT_SAME;
 }
+
+/* A takeover of a copied step, or an online copy: the target's rows are checked (once more). */
+Verdict
+verify_again(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
+			 const Batch *batch, long long *rows)
+{
+	Verdict		v = VERDICT_ERROR;
+
+	if (command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+		&& command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+		v = verify(src, tgt, tables, ntables, target, batch, rows);
+	server_rollback(tgt);
+	server_rollback(src);
+	return v;
+}

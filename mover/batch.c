@@ -1,0 +1,34 @@
+/*
+ * A batch: steps of one shard pair in one state and progress, as a claim
+ * (lease.c) made it; how messages name it, and its memory.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chash_move.h"
+
+void
+batch_free(Batch *batch)
+{
+	for (int i = 0; i < batch->nsteps; i++)
+		free(batch->tenants[i]);
+	free(batch->steps);
+	free(batch->slots);
+	free(batch->tenants);
+	free(batch->step_list);
+	free(batch->slot_list);
+	free(batch->tenant_list);
+	free(batch->from_shard);
+	free(batch->to_shard);
+	memset(batch, 0, sizeof(*batch));
+}
+
+/* "step 7", or "steps 7-1606 (a batch of 1600)": in messages */
+char *
+batch_describe(const Batch *batch)
+{
+	if (batch->nsteps == 1)
+		return format_text("step %d", batch->steps[0]);
+	return format_text("steps %d-%d (a batch of %d)", batch->steps[0], batch->steps[batch->nsteps - 1],
+					   batch->nsteps);
+}
