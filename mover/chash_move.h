@@ -40,7 +40,7 @@ typedef struct Server
 	char	   *schema;			/* chash's schema there, quoted */
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
-	bool		has_refusal;	/* chash_shard_refusal exists there (1.2) */
+	bool		has_refusal;	/* chash_shard_refusal and _code exist there (1.2) */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -200,8 +200,7 @@ extern char *batch_describe(const Batch *batch);
 
 /* ---- agreement.c: whether a shard agrees with the directory database ---- */
 #define DIR_IDENTITY_SIZE 80
-extern bool refusal_lasting(const char *refusal);
-extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal, bool *lasting);
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 extern bool directory_current(Server *dir);
 extern __thread char dir_identity[DIR_IDENTITY_SIZE];
