@@ -22,18 +22,8 @@ my $tenants = 4000;
 
 my $dir = new_node('directory', logical => 1, conf => "max_replication_slots = 20\nmax_wal_senders = 20\n");
 my %shard = map { $_ => new_node($_, preload => 1) } qw(s1 s2 s3);
-$_->safe_psql('postgres', q{
-    CREATE EXTENSION chash;
-    CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-    CREATE INDEX ON accounts (chash_tenant_slot(org_id, 256));
-}) for values %shard;
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 256);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-    SELECT chash_pin('orgs', 'pinned', 's1');
-});
+my $dirconn = accounts_directory($dir, \%shard, on => [qw(s1 s2)], slots => 256, index => 1,
+	sql => q{SELECT chash_pin('orgs', 'pinned', 's1')});
 for my $name (qw(s1 s2))
 {
 	my $c = $shard{$name}->connstr('postgres');

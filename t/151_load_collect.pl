@@ -14,17 +14,8 @@ use ChashTest;
 
 my $dir = new_node('directory', logical => 1);
 my %shard = map { ($_ => new_node("load_$_", preload => 1)) } qw(s1 s2 s3);
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-$_->safe_psql('postgres', q{
-    CREATE EXTENSION chash;
-    CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-}) for values %shard;
-my $dirconn = publish_directory($dir);
+my $dirconn = accounts_directory($dir, \%shard);
 create_sql_helpers($dir);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 64);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-});
 join_shards($dir, $dirconn, 'orgs', \%shard);
 ok(shard_applied($dir, $shard{$_}), "$_ has applied the directory") for sort keys %shard;
 

@@ -22,18 +22,8 @@ use Time::HiRes qw(time usleep);
 
 my $dir = new_node('directory', logical => 1, conf => "max_replication_slots = 20\nmax_wal_senders = 20\n");
 my %shard = map { ($_ => new_node("rebalance_$_", preload => 1)) } qw(s1 s2 s3);
-$_->safe_psql('postgres', q{
-    CREATE EXTENSION chash;
-    CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-    CREATE INDEX ON accounts (chash_tenant_slot(org_id, 64));
-}) for values %shard;
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
+my $dirconn = accounts_directory($dir, \%shard, index => 1);
 create_sql_helpers($dir);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2', 's3'], 64);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-});
 join_shards($dir, $dirconn, 'orgs', \%shard);
 ok(shard_applied($dir, $shard{$_}), "$_ has applied the directory") for sort keys %shard;
 

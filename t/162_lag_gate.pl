@@ -24,18 +24,7 @@ chash.rebalance_lease = 2
 max_worker_processes = 16
 });
 my %shard = map { $_ => new_node($_, preload => 1) } qw(s1 s2 s3);
-$_->safe_psql('postgres', q{
-    CREATE EXTENSION chash;
-    CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-}) for values %shard;
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 256);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-});
-join_shards($dir, $dirconn, 'orgs', { s1 => $shard{s1}, s2 => $shard{s2} });
-shard_applied($dir, $shard{$_}) or die "$_ did not apply the directory" for qw(s1 s2);
+my $dirconn = accounts_directory($dir, \%shard, on => [qw(s1 s2)], slots => 256, join => 1);
 for my $name (qw(s1 s2))
 {
 	$shard{$name}->safe_psql('postgres', qq{

@@ -26,19 +26,8 @@ chash.rebalance_batch_rows = 300
 chash.rebalance_lease = 5
 });
 my %shard = map { $_ => new_node($_, logical => 1, preload => 1, conf => $replication) } qw(s1 s2 s3);
-$_->safe_psql('postgres', qq{
-    CREATE EXTENSION chash;
-    CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-    CREATE INDEX ON accounts (chash_tenant_slot(org_id, $slots));
-}) for values %shard;
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
-$dir->safe_psql('postgres', qq{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], $slots);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-});
-join_shards($dir, $dirconn, 'orgs', { s1 => $shard{s1}, s2 => $shard{s2} });
-shard_applied($dir, $shard{$_}) or die for qw(s1 s2);
+my $dirconn = accounts_directory($dir, \%shard, on => [qw(s1 s2)], slots => $slots, index => 1,
+	join => 1);
 for my $name (qw(s1 s2))
 {
 	$shard{$name}->safe_psql('postgres', qq{

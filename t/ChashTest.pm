@@ -14,7 +14,8 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied join_shards allow_chash_plugin);
+our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied join_shards allow_chash_plugin
+  accounts_directory);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
 # directory database, or a shard the mover's online moves read from, whose
@@ -95,6 +96,43 @@ sub join_shards
 		$shards->{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('$directory', '$name', '$dirconn')});
 	}
 	return;
+}
+
+# The setup most mover and rebalance tests share: on every node of
+# %$shards (name => node) the extension and a table accounts (org_id text,
+# id bigint, payload text, keyed by both); on $dir the extension, the
+# directory database (publish_directory) and directory orgs of the shards
+# of $opt{on} (default: all, by name) over $opt{slots} slots (default 64)
+# with accounts in it.  Options: index => 1 (accounts gets the index on
+# chash_tenant_slot(org_id, slots) the mover's slot predicate uses);
+# sql => more SQL to run on $dir after that (pins, say); join => 1 (the
+# shards of $opt{on} join orgs, join_shards, and this waits until they
+# have applied it).  Returns the conninfo publish_directory returned.
+sub accounts_directory
+{
+	my ($dir, $shards, %opt) = @_;
+	my $slots = $opt{slots} // 64;
+	my @on = @{ $opt{on} // [ sort keys %$shards ] };
+	my $index = $opt{index} ? "CREATE INDEX ON accounts (chash_tenant_slot(org_id, $slots));" : '';
+	$_->safe_psql('postgres', qq{
+        CREATE EXTENSION chash;
+        CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
+        $index
+    }) for values %$shards;
+	$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
+	my $dirconn = publish_directory($dir);
+	my $names = join(', ', map { "'$_'" } @on);
+	$dir->safe_psql('postgres', qq{
+        SELECT chash_create_directory('orgs', ARRAY[$names], $slots);
+        SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
+    });
+	$dir->safe_psql('postgres', $opt{sql}) if defined $opt{sql};
+	if ($opt{join})
+	{
+		join_shards($dir, $dirconn, 'orgs', { map { $_ => $shards->{$_} } @on });
+		shard_applied($dir, $shards->{$_}) or die "$_ did not apply the directory" for @on;
+	}
+	return $dirconn;
 }
 
 # Waits until $shard (its postgres database, which has joined at least one
