@@ -62,28 +62,17 @@ chash_pg_partition_of(Oid typid, Datum value, int32 modulus)
 	return partition_of(h, modulus);
 }
 
-Datum
-chash_pg_partition_text(PG_FUNCTION_ARGS)
-{
-	/* A partition key column of type text uses the database's default,
-	 * deterministic collation: hash the bytes. */
-	PG_RETURN_INT32(chash_pg_partition_of(TEXTOID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
+/* chash_pg_partition(key, modulus) for one key type: its SQL entry point. */
+#define PG_PARTITION_FUNCTION(fn, typid) \
+Datum \
+fn(PG_FUNCTION_ARGS) \
+{ \
+	PG_RETURN_INT32(chash_pg_partition_of(typid, PG_GETARG_DATUM(0), PG_GETARG_INT32(1))); \
 }
 
-Datum
-chash_pg_partition_int8(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT32(chash_pg_partition_of(INT8OID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
-}
-
-Datum
-chash_pg_partition_int4(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT32(chash_pg_partition_of(INT4OID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
-}
-
-Datum
-chash_pg_partition_uuid(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_INT32(chash_pg_partition_of(UUIDOID, PG_GETARG_DATUM(0), PG_GETARG_INT32(1)));
-}
+/* A partition key column of type text uses the database's default,
+ * deterministic collation: hash the bytes. */
+PG_PARTITION_FUNCTION(chash_pg_partition_text, TEXTOID)
+PG_PARTITION_FUNCTION(chash_pg_partition_int8, INT8OID)
+PG_PARTITION_FUNCTION(chash_pg_partition_int4, INT4OID)
+PG_PARTITION_FUNCTION(chash_pg_partition_uuid, UUIDOID)

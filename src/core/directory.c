@@ -16,22 +16,7 @@
 
 static const char *const method_names[] = {"xxh64", "jump", "redis", "pg_hash"};
 
-int
-slot_method_parse(const char *name, size_t len, slot_method *method)
-{
-	int			i = name_index(method_names, 4, name, len);
-
-	if (i < 0)
-		return -1;
-	*method = (slot_method) i;
-	return 0;
-}
-
-const char *
-slot_method_name(slot_method method)
-{
-	return method_names[method];
-}
+NAME_TABLE_FUNCTIONS(slot_method, slot_method_parse, slot_method_name, method_names)
 
 int32_t
 directory_text_slot(slot_method method, const char *tenant, size_t len,

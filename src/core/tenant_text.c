@@ -12,22 +12,7 @@
 
 static const char *const type_names[] = {"text", "bigint", "uuid"};
 
-int
-key_type_parse(const char *name, size_t len, key_type *type)
-{
-	int			i = name_index(type_names, 3, name, len);
-
-	if (i < 0)
-		return -1;
-	*type = (key_type) i;
-	return 0;
-}
-
-const char *
-key_type_name(key_type type)
-{
-	return type_names[type];
-}
+NAME_TABLE_FUNCTIONS(key_type, key_type_parse, key_type_name, type_names)
 
 /* isspace() in the C locale, as int8in's scanner uses it. */
 static int

@@ -13,17 +13,6 @@
 #include "load_sketch.h"
 #include "unit.h"
 
-static uint64_t rng = 88172645463325252ULL;
-
-static uint64_t
-next_random(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 static load_sketch *
 new_sketch(int32_t capacity, double half_life)
 {
@@ -117,7 +106,7 @@ test_zipf(void)
 	}
 	for (int e = 0; e < EVENTS; e++)
 	{
-		double		u = (double) (next_random() >> 11) / 9007199254740992.0 * sum;
+		double		u = (double) (unit_random() >> 11) / 9007199254740992.0 * sum;
 		int			lo = 0,
 					hi = TENANTS - 1;
 

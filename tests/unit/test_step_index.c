@@ -23,17 +23,6 @@ compare_for_qsort(const void *a, const void *b)
 	return c;
 }
 
-static uint64_t rng = 88172645463325252ULL;
-
-static uint64_t
-next_random(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
 static step_ref *
 sorted_in_pieces(step_ref *refs, step_ref *scratch, size_t count, size_t budget, int *pieces)
 {
@@ -65,9 +54,9 @@ test_sort(void)
 
 		for (size_t i = 0; i < count; i++)
 		{
-			refs[i].slot = next_random() % 5 == 0 ? -1 : (int32_t) (next_random() % 500);
-			refs[i].migration = (int64_t) (next_random() % 3);
-			refs[i].step = (int32_t) (next_random() % 4);
+			refs[i].slot = unit_random() % 5 == 0 ? -1 : (int32_t) (unit_random() % 500);
+			refs[i].migration = (int64_t) (unit_random() % 3);
+			refs[i].step = (int32_t) (unit_random() % 4);
 			refs[i].value = (int32_t) i;
 		}
 		memcpy(expected, refs, count * sizeof(step_ref));

@@ -18,6 +18,10 @@ extern long unit_failed;
 
 void		unit_main(void);
 
+/* A xorshift64 sequence, the same in every run: tests that draw random
+ * inputs fail the same way each time. */
+uint64_t	unit_random(void);
+
 #define CHECK(cond) \
 	do { \
 		if (cond) \
