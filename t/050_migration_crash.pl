@@ -91,21 +91,31 @@ my $fenced_tenant = $node->safe_psql('postgres', qq{
 my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT chash_route_for_write('crash', '$fenced_tenant')");
 like($err, qr/40001/, 'a fenced slot still refuses writes after the restart');
 
-# The workers died with the server: release their steps and finish.
-$node->safe_psql('postgres', qq{
-	SELECT chash_step_release(migration, step) FROM chash_migration_step
-	 WHERE migration = $m AND state IN ('copying', 'fenced');
+# Claims and completes every step of migration $mig left, one at a time.
+sub run_out
+{
+	my ($mig) = @_;
+	$node->safe_psql('postgres', qq{
 	DO \$\$
 	DECLARE s record;
 	BEGIN
 		LOOP
-			SELECT * INTO s FROM chash_step_claim($m);
+			SELECT * INTO s FROM chash_step_claim($mig);
 			EXIT WHEN NOT FOUND;
-			PERFORM chash_step_complete($m, s.step);
+			PERFORM chash_step_complete($mig, s.step);
 		END LOOP;
 	END
 	\$\$;
 });
+	return;
+}
+
+# The workers died with the server: release their steps and finish.
+$node->safe_psql('postgres', qq{
+	SELECT chash_step_release(migration, step) FROM chash_migration_step
+	 WHERE migration = $m AND state IN ('copying', 'fenced');
+});
+run_out($m);
 is($node->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m"), 'done', 'the migration finishes');
 is($node->safe_psql('postgres',
 	"SELECT string_agg(shard || '=' || n, ',' ORDER BY shard) FROM
@@ -137,18 +147,7 @@ is($node->safe_psql('postgres',
 	"SELECT count(*) = 4096 AND count(DISTINCT slot) = 4096 FROM chash_slot WHERE directory = 'crash'"),
 	't', 'every slot has exactly one owner after the second crash');
 my $r = $node->safe_psql('postgres', "SELECT chash_migration_revert($d)");
-$node->safe_psql('postgres', qq{
-	DO \$\$
-	DECLARE s record;
-	BEGIN
-		LOOP
-			SELECT * INTO s FROM chash_step_claim($r);
-			EXIT WHEN NOT FOUND;
-			PERFORM chash_step_complete($r, s.step);
-		END LOOP;
-	END
-	\$\$;
-});
+run_out($r);
 is($node->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id IN ($d, $r) ORDER BY id"),
 	"cancelled\ndone", 'the second migration is cancelled and its revert done');
 is($node->safe_psql('postgres',

@@ -249,13 +249,7 @@ my $client = $dir->background_psql('postgres');
 sub shard_write
 {
 	my ($route, $sql) = @_;
-	my ($out, $err) = ('', '');
-	my $rc = $shard{$route}->psql('postgres', "\\set VERBOSITY verbose\n$sql", stdout => \$out, stderr => \$err);
-	return ('ok', $out) if $rc == 0;
-	return ('moved') if $err =~ /ERROR:  SH001:/;
-	return ('fenced') if $err =~ /ERROR:  40001:/;
-	die "write on $route failed: $err" if $err =~ /ERROR:/ && $err !~ /terminat|shut|connect/i;
-	return ('down');
+	return shard_write_on($shard{$route}, $route, $sql);
 }
 
 sub write_once

@@ -23,14 +23,7 @@ my $tenants = 4000;
 my $dir = new_node('directory', logical => 1, conf => "max_replication_slots = 20\nmax_wal_senders = 20\n");
 my %shard = map { $_ => new_node($_, preload => 1) } qw(s1 s2 s3);
 my $dirconn = accounts_directory($dir, \%shard, on => [qw(s1 s2)], slots => 256, index => 1,
-	sql => q{SELECT chash_pin('orgs', 'pinned', 's1')});
-for my $name (qw(s1 s2))
-{
-	my $c = $shard{$name}->connstr('postgres');
-	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
-	$shard{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', '$name', '$dirconn')});
-	shard_applied($dir, $shard{$name}) or die "$name did not apply the directory";
-}
+	sql => q{SELECT chash_pin('orgs', 'pinned', 's1')}, join => 1);
 for my $name (qw(s1 s2))
 {
 	$shard{$name}->safe_psql('postgres', qq{

@@ -98,13 +98,7 @@ my $next_id = 1_000_000;
 sub shard_write
 {
 	my ($route, $sql) = @_;
-	my ($out, $err) = ('', '');
-	my $rc = $shard{$route}->psql('postgres', "\\set VERBOSITY verbose\n$sql", stdout => \$out, stderr => \$err);
-	return ('ok', $out) if $rc == 0;
-	return ('moved') if $err =~ /ERROR:  SH001:/;
-	return ('fenced') if $err =~ /ERROR:  40001:/;
-	die "write on $route failed: $err" if $err =~ /ERROR:/ && $err !~ /terminat|shut|connect/i;
-	return ('down');
+	return shard_write_on($shard{$route}, $route, $sql);
 }
 
 sub write_once
@@ -147,21 +141,8 @@ sub check_ledger
 {
 	my ($name) = @_;
 	wait_applied();
-	my %found;
-	my ($seed, $misplaced_seed) = (0, 0);
-	for my $s (sort keys %shard)
-	{
-		for my $row (split /\n/, $shard{$s}->safe_psql('postgres',
-				q{SELECT org_id || '/' || id || ' ' || payload || ' ' || chash_route('orgs', org_id) FROM accounts WHERE id >= 1000000}))
-		{
-			my ($key, $payload, $route) = split / /, $row;
-			push @{ $found{$key} }, "$s $payload $route";
-		}
-		my ($n, $bad) = split /\|/, $shard{$s}->safe_psql('postgres',
-			qq{SELECT count(*), count(*) FILTER (WHERE chash_route('orgs', org_id) <> '$s') FROM accounts WHERE id < 1000000});
-		$seed += $n;
-		$misplaced_seed += $bad;
-	}
+	my ($found, $seed, $misplaced_seed) = accounts_rows(\%shard);
+	my %found = map { $_ => [ map { join ' ', @$_ } @{ $found->{$_} } ] } keys %$found;
 	my ($lost, $twice, $stale, $misplaced) = (0, 0, 0, 0);
 	for my $key (keys %ledger)
 	{

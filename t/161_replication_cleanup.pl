@@ -20,29 +20,8 @@ use IPC::Run;
 my $replication = "max_replication_slots = 16\nmax_wal_senders = 16\n"
   . "max_logical_replication_workers = 8\nmax_worker_processes = 16\n";
 my $dir = new_node('directory', logical => 1, conf => $replication);
-my %shard;
-for my $name (qw(s1 s2))
-{
-	$shard{$name} = new_node($name, logical => 1, preload => 1, conf => $replication);
-	$shard{$name}->safe_psql('postgres', q{
-        CREATE EXTENSION chash;
-        CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-    });
-}
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-    SELECT chash_pin('orgs', 'whale', 's1');
-});
-for my $name (qw(s1 s2))
-{
-	my $c = $shard{$name}->connstr('postgres');
-	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
-	$shard{$name}->safe_psql('postgres', qq{SELECT chash_shard_join('orgs', '$name', '$dirconn')});
-	shard_applied($dir, $shard{$name}) or die "$name did not apply the directory";
-}
+my %shard = map { $_ => new_node($_, logical => 1, preload => 1, conf => $replication) } qw(s1 s2);
+accounts_directory($dir, \%shard, sql => q{SELECT chash_pin('orgs', 'whale', 's1')}, join => 1);
 $shard{s1}->safe_psql('postgres', q{
     SET chash.bypass_guard = on;
     INSERT INTO accounts SELECT 'whale', i, 'p' || i FROM generate_series(1, 20000) i});

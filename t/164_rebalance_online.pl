@@ -132,21 +132,8 @@ ok($longest < 5, sprintf('the client\'s longest refusal is %.3f s', $longest));
 
 # every acknowledged write exactly once, with its last payload, on its tenant's shard
 wait_applied();
-my %found;
-my ($seed, $misplaced_seed) = (0, 0);
-for my $s (sort keys %shard)
-{
-	for my $row (split /\n/, $shard{$s}->safe_psql('postgres',
-			q{SELECT org_id || '/' || id || ' ' || payload || ' ' || chash_route('orgs', org_id) FROM accounts WHERE id >= 1000000}))
-	{
-		my ($key, $payload, $route) = split / /, $row;
-		push @{ $found{$key} }, [ $s, $payload, $route ];
-	}
-	my ($n, $bad) = split /\|/, $shard{$s}->safe_psql('postgres',
-		qq{SELECT count(*), count(*) FILTER (WHERE chash_route('orgs', org_id) <> '$s') FROM accounts WHERE id < 1000000});
-	$seed += $n;
-	$misplaced_seed += $bad;
-}
+my ($found, $seed, $misplaced_seed) = accounts_rows(\%shard);
+my %found = %$found;
 my ($lost, $twice, $stale, $misplaced) = (0, 0, 0, 0);
 for my $key (keys %ledger)
 {

@@ -15,7 +15,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
 our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied join_shards allow_chash_plugin
-  accounts_directory);
+  accounts_directory shard_write_on accounts_rows);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
 # directory database, or a shard the mover's online moves read from, whose
@@ -133,6 +133,48 @@ sub accounts_directory
 		shard_applied($dir, $shards->{$_}) or die "$_ did not apply the directory" for @on;
 	}
 	return $dirconn;
+}
+
+# One write ($sql) on shard $name (node $node), as a client that routes
+# by the directory sees it: ('ok', its output), 'moved' (SH001: the
+# tenant has moved away), 'fenced' (40001: its move is completing) or
+# 'down' (the shard restarting: not acknowledged); any other error dies.
+sub shard_write_on
+{
+	my ($node, $name, $sql) = @_;
+	my ($out, $err) = ('', '');
+	my $rc = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql", stdout => \$out, stderr => \$err);
+	return ('ok', $out) if $rc == 0;
+	return ('moved') if $err =~ /ERROR:  SH001:/;
+	return ('fenced') if $err =~ /ERROR:  40001:/;
+	die "write on $name failed: $err" if $err =~ /ERROR:/ && $err !~ /terminat|shut|connect/i;
+	return ('down');
+}
+
+# The rows of accounts on the shards of %$shards (name => node), as the
+# write-ledger checks read them: the written rows (id >= 1000000) as
+# { 'tenant/id' => [ [shard, payload, the tenant's route], ... ] }, then
+# how many seed rows (id < 1000000) there are and how many of them are on
+# a shard their tenant does not route to.
+sub accounts_rows
+{
+	my ($shards) = @_;
+	my %found;
+	my ($seed, $misplaced_seed) = (0, 0);
+	for my $s (sort keys %$shards)
+	{
+		for my $row (split /\n/, $shards->{$s}->safe_psql('postgres',
+				q{SELECT org_id || '/' || id || ' ' || payload || ' ' || chash_route('orgs', org_id) FROM accounts WHERE id >= 1000000}))
+		{
+			my ($key, $payload, $route) = split / /, $row;
+			push @{ $found{$key} }, [ $s, $payload, $route ];
+		}
+		my ($n, $bad) = split /\|/, $shards->{$s}->safe_psql('postgres',
+			qq{SELECT count(*), count(*) FILTER (WHERE chash_route('orgs', org_id) <> '$s') FROM accounts WHERE id < 1000000});
+		$seed += $n;
+		$misplaced_seed += $bad;
+	}
+	return (\%found, $seed, $misplaced_seed);
 }
 
 # Waits until $shard (its postgres database, which has joined at least one
