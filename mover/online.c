@@ -190,12 +190,7 @@ table_list(TableInfo *tables, int ntables)
 	char	   *list = format_text("%s", "");
 
 	for (int i = 0; i < ntables; i++)
-	{
-		char	   *longer = format_text("%s%s%s", list, i ? ", " : "", tables[i].table_name);
-
-		free(list);
-		list = longer;
-	}
+		list = text_append(list, i ? ", " : "", tables[i].table_name);
 	return list;
 }
 
