@@ -40,7 +40,7 @@ typedef struct Server
 	char	   *schema;			/* chash's schema there, quoted */
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
-	bool		has_refusal;	/* chash_shard_refusal exists there (1.2) */
+	bool		has_refusal;	/* chash_shard_refusal and _code exist there (1.2) */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -205,8 +205,7 @@ extern char *step_states_literal(unsigned states);
 
 /* ---- agreement.c: whether a shard agrees with the directory database ---- */
 #define DIR_IDENTITY_SIZE 80
-extern bool refusal_lasting(const char *refusal);
-extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal, bool *lasting);
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 extern bool directory_current(Server *dir);
 extern __thread char dir_identity[DIR_IDENTITY_SIZE];
@@ -217,7 +216,8 @@ extern bool wait_fence(Server *dir, Server *src, const Batch *batch);
 extern bool wait_replica(Server *dir, Server *server, const Batch *batch, unsigned states, const char *what);
 
 /* ---- crash_point.c ---- */
-extern void crash_point(lease_progress point);
+extern void crash_point(const char *point);
+#define crash_point_at(progress) crash_point(state_name(STATE_LEASE, (progress)))
 
 /* ---- copy.c ---- */
 extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
@@ -255,12 +255,36 @@ extern Finisher *finisher_start(void);
 extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
 
+/* ---- lag_gate.c: no fence while a shard's replica of the directory lags (--max-lag) ---- */
+extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, lease_progress progress);
+
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
 extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,
 									   const char *name);
 extern void replication_objects_clean(void);
 
 /* ---- online.c: steps moved by logical replication (--online) ---- */
+/* Per table, the rows of an online step that changed since the copy, from the tally (online.c) */
+typedef struct TallyTable
+{
+	char	   *oid[2];			/* the table's on the source and on the target */
+	char	   *keys;			/* its replica identity columns, "a, b"; NULL: none, verified by a scan */
+	char	  **changed;		/* the keys of the rows changed since the copy, JSON objects */
+	int			nchanged;
+	int			distinct;		/* the first distinct are sorted, without repeats */
+	int			capacity;
+	long long	net;			/* rows inserted less rows deleted since the copy */
+	bool		unkeyed;		/* a change without a key came: verified by a scan */
+} TallyTable;
+
+/* A session holding a temporary slot of plugin chash that tallies a shard's changes of the step (online.c) */
+typedef struct Tally
+{
+	Server		server;			/* conn NULL: none */
+	char	   *slot;
+	const char *except_xid;		/* the transaction it leaves out, or NULL */
+} Tally;
+
 /* What the tail verification needs of the mover's copy (online.c) */
 typedef struct OnlineCopy
 {
@@ -270,6 +294,12 @@ typedef struct OnlineCopy
 	char		target_xid[16]; /* the copy's transaction on the target */
 	long long	rows;
 	long long	bytes;
+	long long  *table_rows;		/* what the copy took of each table */
+	Tally		tally[2];		/* the source's (a copy of the step's slot) and the target's */
+	char	   *filter;			/* the decoding filters' name: the subscription's slot */
+	TallyTable *tables;
+	int			ntables;
+	long long	changed;		/* rows changed since the copy, verified in the write block */
 } OnlineCopy;
 
 /* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */
@@ -280,12 +310,13 @@ extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntabl
 extern Verdict online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 								const StepTarget *target, const Batch *batch, OnlineCopy *copy);
 extern bool online_streaming(Server *tgt, int step, int ntables);
-extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables);
+extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables, OnlineCopy *copy);
 extern int	online_wait_applied(Server *src, Server *tgt, int step, int ntables);
 extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables,
-								  const StepTarget *target, const Batch *batch, const OnlineCopy *copy,
+								  const StepTarget *target, const Batch *batch, OnlineCopy *copy,
 								  long long *rows);
 extern void online_test_pause(void);
+extern void online_copy_free(OnlineCopy *copy);
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

@@ -27,6 +27,9 @@ usage(void)
 	printf("      --batch-bytes=N     at most N bytes a batch, as far as chash_tenant_size\n"
 		   "                          knows the tenants (default: no bound)\n");
 	printf("      --max-rate=ROWS     move at most ROWS rows a second, all jobs together\n");
+	printf("      --max-lag=SIZE      fence no batch while its source's or target's replica\n"
+		   "                          of the directory lags by more than SIZE bytes of the\n"
+		   "                          directory's WAL (kB, MB, GB allowed; default: no bound)\n");
 	printf("      --dry-run           print the batches with their rows, bytes and estimated\n"
 		   "                          time, then exit; moves nothing\n");
 	printf("      --lease=SECONDS     how long a step stays held without renewal (default: 30)\n");
@@ -63,6 +66,31 @@ parse_count(const char *option, const char *value, long long min, long long max)
 	return n;
 }
 
+/* A size: bytes, or kB, MB, GB (of 1024) as PostgreSQL writes them. */
+static long long
+parse_size(const char *option, const char *value)
+{
+	static const struct
+	{
+		const char *unit;
+		long long	factor;
+	}			units[] = {{"", 1}, {"B", 1}, {"kB", 1024}, {"MB", 1024 * 1024}, {"GB", 1024LL * 1024 * 1024}};
+	char	   *end;
+	long long	n;
+
+	errno = 0;
+	n = strtoll(value, &end, 10);
+	while (*end == ' ')
+		end++;
+	if (errno == 0 && end != value && n >= 0)
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (strcmp(end, units[i].unit) == 0 && n <= INT64_MAX / units[i].factor)
+				return n * units[i].factor;
+	report("error", "invalid value \"%s\" for option %s", value, option);
+	report("detail", "It must be a number of bytes, or of kB, MB or GB (for example 16MB).");
+	exit(2);
+}
+
 void
 parse_options(int argc, char **argv)
 {
@@ -79,6 +107,7 @@ parse_options(int argc, char **argv)
 		{"fence-timeout", required_argument, NULL, 'F'},
 		{"max-rate", required_argument, NULL, 'M'},
 		{"dry-run", no_argument, NULL, 'D'},
+		{"max-lag", required_argument, NULL, 'G'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, '?'},
 		{NULL, 0, NULL, 0}
@@ -128,6 +157,9 @@ parse_options(int argc, char **argv)
 			case 'M':
 				options.max_rate = parse_count("--max-rate", optarg, 1, INT64_MAX);
 				break;
+			case 'G':
+				options.max_lag = parse_size("--max-lag", optarg);
+				break;
 			case 'D':
 				options.dry_run = true;
 				break;
@@ -160,8 +192,6 @@ parse_options(int argc, char **argv)
 		report("error", "options --migration and --directory cannot be used together");
 		exit(2);
 	}
-	/* under --max-rate a batch aims at half a second of rows (unless --batch-rows says): its write block stays short */
-	if (options.max_rate > 0 && !options.batch_rows_given && options.batch_rows > options.max_rate / 2)
-		options.batch_rows = options.max_rate / 2 > 0 ? options.max_rate / 2 : 1;
+	options_throttle_batches();
 	options.conninfo = argv[optind];
 }

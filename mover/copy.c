@@ -20,6 +20,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	long long	rows = -1;
 	long long	pending = 0;
 	long long	paced = 0;		/* rows taken from --max-rate's bucket */
+	long long	sent = 0;		/* COPY's data messages: one a row */
 	char	   *buf;
 	int			n;
 
@@ -54,6 +55,8 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 			break;
 		}
 		PQfreemem(buf);
+		if (++sent == 100)
+			crash_point("copying");
 		*bytes += n;
 		pending += n;
 		if (pending > 1024 * 1024)

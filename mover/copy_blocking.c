@@ -192,7 +192,7 @@ blocking_copy_rows(Move *m)
 		if (v != VERDICT_SAME || !advance_sequences(m->tgt, m->tables, m->ntables, &m->target))
 			return PHASE_GIVE_BACK;
 		m->times.copy = now_seconds();
-		crash_point(LEASE_COPIED);
+		crash_point_at(LEASE_COPIED);
 		return PHASE_NEXT;
 	}
 	v = verify_again(m->src, m->tgt, m->tables, m->ntables, &m->target, m->batch, NULL);

@@ -25,9 +25,9 @@ online_prepare(Move *m)
 	if (v != VERDICT_SAME || !lease_subscribed(m->dir, m->batch))
 		return PHASE_GIVE_BACK;
 	m->progress = LEASE_SUBSCRIBED;
-	crash_point(LEASE_SUBSCRIBED);
+	crash_point_at(LEASE_SUBSCRIBED);
 	online_test_pause();
-	if ((caught_up = online_wait_caught_up(m->src, m->tgt, m->batch->steps[0], m->ntables)) != 1)
+	if ((caught_up = online_wait_caught_up(m->src, m->tgt, m->batch->steps[0], m->ntables, &m->copied)) != 1)
 		return caught_up == ONLINE_CANNOT_APPLY ? PHASE_CANNOT : PHASE_GIVE_BACK;
 	m->times.stream = now_seconds() - t0;
 	return PHASE_NEXT;
@@ -53,7 +53,7 @@ online_copy_rows(Move *m)
 	counters_add(m->rows, 0);
 	m->bytes = m->copied.bytes;
 	m->times.copy = now_seconds();
-	crash_point(LEASE_COPIED);
+	crash_point_at(LEASE_COPIED);
 	return PHASE_NEXT;
 }
 

@@ -28,9 +28,13 @@ typedef struct MoveOptions
 	bool		batch_rows_given;	/* --batch-rows was given */
 	long long	max_rate;		/* --max-rate: rows a second across jobs (0: no bound) */
 	bool		dry_run;		/* --dry-run: print the batches, move nothing */
+	long long	max_lag;		/* --max-lag: bytes a shard's replica of the directory may lag at a fence (0: no gate) */
 } MoveOptions;
 
 extern MoveOptions options;
+
+/* Under max_rate, batches of half a second of rows unless batch_rows_given. */
+extern void options_throttle_batches(void);
 
 /*
  * run.c: moves the migration the options name until it is done or

@@ -38,8 +38,13 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		return false;
 	}
 	t_delete = now_seconds();
-	if (delete_rows(src, f->tables, f->ntables, target) < 0 || !lease_finish(dir, b)
-		|| !lease_unlock(dir, true))
+	if (delete_rows(src, f->tables, f->ntables, target) < 0)
+	{
+		server_rollback(dir);
+		return false;
+	}
+	crash_point("deleted");
+	if (!lease_finish(dir, b) || !lease_unlock(dir, true))
 	{
 		server_rollback(dir);
 		return false;
@@ -57,10 +62,13 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		if (f->times.fence > 0 && f->online)
 		{
 			char	   *name = online_name(b->steps[0]);
+			char	   *changed = f->changed >= 0 ? format_text("%lld changed since the copy", f->changed)
+				: format_text("%s", "the changes found by a scan");
 
-			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification %.3f s, writes blocked %.3f s",
+			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification (%s) %.3f s, writes blocked %.3f s",
 				   which, what, b->from_shard, b->to_shard, name,
-				   f->rows, f->times.stream, f->times.copy - f->times.copy0, f->times.done - f->times.fence);
+				   f->rows, f->times.stream, changed, f->times.copy - f->times.copy0, f->times.done - f->times.fence);
+			free(changed);
 			free(name);
 		}
 		else if (f->times.fence > 0 && one)

@@ -84,6 +84,7 @@ typedef struct Finish
 	bool		online;
 	long long	rows;
 	long long	bytes;
+	long long	changed;		/* online: rows changed since the copy, verified by the tallies (-1: by a scan) */
 	MoveTimes	times;
 	char		identity[DIR_IDENTITY_SIZE];	/* the job's dir_identity when the batch completed */
 } Finish;

@@ -18,6 +18,15 @@
  * repeat across directory databases, slot names are the server's), so a
  * rerun finds and drops what a mover that died created, and never another
  * directory database's objects.
+ *
+ * The tally: a temporary copy of the slot, made before the subscription
+ * reads the slot, held by a session of its own, which decodes the same
+ * changes with the plugin's option tally: a line for each row of the step
+ * changed since the copy, with its key.  The mover reads it while the
+ * subscription catches up, and once more in the write block; there only
+ * the changed rows are compared on both sides, looked up by their keys,
+ * so the block does not grow with the step (docs/shards.md, "The write
+ * block").
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,12 +295,15 @@ copy_from_snapshot(Server *src, Server *tgt, PGconn *repl, const char *snapshot,
 		goto out;
 	snprintf(copy->target_xid, sizeof(copy->target_xid), "%s", PQgetvalue(res, 0, 0));
 	PQclear(res);
+	free(copy->table_rows);
+	copy->table_rows = calloc(ntables > 0 ? ntables : 1, sizeof(long long));
 	for (int i = 0; i < ntables; i++)
 	{
 		long long	n = copy_table(src, tgt, &tables[i], tables[i].columns, target, &copy->bytes, NULL);
 
 		if (n < 0)
 			goto out;
+		copy->table_rows[i] = n;
 		copy->rows += n;
 		if (stop_requested)
 			goto out;
@@ -306,6 +318,276 @@ out:
 	if (PQtransactionStatus(src->conn) != PQTRANS_IDLE)
 		PQclear(PQexec(src->conn, "ROLLBACK"));
 	return v;
+}
+
+/* ---- the tallies ---- */
+
+/* Ends the tallies: their slots dropped (they would go with their sessions anyway), the keys freed. */
+static void
+tally_stop(OnlineCopy *copy)
+{
+	for (int k = 0; k < 2; k++)
+	{
+		Tally	   *t = &copy->tally[k];
+
+		if (t->server.conn != NULL && t->slot != NULL)
+		{
+			const char *params[1] = {t->slot};
+
+			PQclear(PQexecParams(t->server.conn, "SELECT pg_catalog.pg_drop_replication_slot($1)",
+								 1, NULL, params, NULL, NULL, 0));
+		}
+		server_close(&t->server);
+		free(t->server.schema);
+		free(t->slot);
+		memset(t, 0, sizeof(*t));
+	}
+	free(copy->filter);
+	copy->filter = NULL;
+	for (int i = 0; i < copy->ntables; i++)
+	{
+		for (int j = 0; j < copy->tables[i].nchanged; j++)
+			free(copy->tables[i].changed[j]);
+		free(copy->tables[i].changed);
+		free(copy->tables[i].oid[0]);
+		free(copy->tables[i].oid[1]);
+		free(copy->tables[i].keys);
+	}
+	free(copy->tables);
+	copy->tables = NULL;
+	copy->ntables = 0;
+}
+
+void
+online_copy_free(OnlineCopy *copy)
+{
+	tally_stop(copy);
+	free(copy->source_xip);
+	copy->source_xip = NULL;
+	free(copy->table_rows);
+	copy->table_rows = NULL;
+}
+
+/*
+ * Opens a tally's session on the server and makes its temporary slot
+ * there with sql ($1 the slot's name, $2 another's): false, said with
+ * --verbose, when it cannot (a server without room for another slot, or
+ * not wal_level = logical, is no error of the move).
+ */
+static bool
+tally_open(Tally *t, Server *server, const char *name, const char *sql, const char *other)
+{
+	const char *params[2] = {NULL, other};
+	PGresult   *res;
+
+	t->server.name = server->name;
+	t->server.conninfo = server->conninfo;
+	t->slot = format_text("%s_tally", name);
+	params[0] = t->slot;
+	if (!server_open(&t->server))
+		return false;
+	res = PQexecParams(t->server.conn, sql, other ? 2 : 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		const char *m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+		if (options.verbose)
+			report("info", "no tally of the changes on shard \"%s\" (%.*s): the write block finds them by a scan",
+				   server->name, (int) strcspn(m ? m : "", "\n"), m ? m : "");
+		PQclear(res);
+		free(t->slot);
+		t->slot = NULL;
+		return false;
+	}
+	PQclear(res);
+	return true;
+}
+
+/*
+ * The target's tally, before anything of the step is written there (and
+ * before the source's slot, whose exported snapshot would hold up a slot
+ * made on the same server): a temporary slot of plugin chash on the
+ * target with the step's filter, which sees every change of the step's
+ * rows there from now on, the subscription's and any other session's;
+ * the copy's transaction is left out when it is read (except_xid).
+ */
+static void
+tally_start_target(Server *tgt, const char *name, const char *which, OnlineCopy *copy)
+{
+	char	   *directory = escape_literal(tgt->conn, migration.directory);
+	char	   *sql = format_text("SELECT %s.chash_decoding_filter_create('%s', %s, %s)", tgt->schema, name, directory, which);
+
+	copy->filter = format_text("%s", name);
+	if (!command(tgt, sql)
+		|| !tally_open(&copy->tally[1], tgt, name, "SELECT FROM pg_catalog.pg_create_logical_replication_slot($1, 'chash', true)", NULL))
+		tally_stop(copy);
+	free(sql);
+	free(directory);
+}
+
+/*
+ * The source's tally, a temporary copy of the step's slot (the same
+ * start: it decodes what the subscription will stream), before the
+ * subscription reads that; and each table's key.
+ */
+static void
+tally_start_source(Server *src, Server *tgt, const char *name, TableInfo *tables, int ntables, OnlineCopy *copy)
+{
+	const char *params[1];
+	PGresult   *res;
+
+	if (copy->tally[1].server.conn == NULL
+		|| !tally_open(&copy->tally[0], src, name, "SELECT FROM pg_catalog.pg_copy_logical_replication_slot($2, $1, true)", name))
+		goto fail;
+	copy->tally[1].except_xid = copy->target_xid;
+	copy->tables = calloc(ntables > 0 ? ntables : 1, sizeof(TallyTable));
+	copy->ntables = ntables;
+	for (int i = 0; i < ntables; i++)
+	{
+		params[0] = tables[i].table_name;
+		res = query(src, "SELECT c.oid, "
+					"       (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY k.n) "
+					"          FROM pg_catalog.pg_index i, pg_catalog.unnest(i.indkey) WITH ORDINALITY k(attnum, n), "
+					"               pg_catalog.pg_attribute a "
+					"         WHERE i.indrelid = c.oid AND a.attrelid = c.oid AND a.attnum = k.attnum "
+					"           AND ((c.relreplident = 'd' AND i.indisprimary) "
+					"                OR (c.relreplident = 'i' AND i.indisreplident))) "
+					"  FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($1)", 1, params);
+		if (res == NULL || PQntuples(res) != 1)
+		{
+			PQclear(res);
+			goto fail;
+		}
+		copy->tables[i].oid[0] = format_text("%s", PQgetvalue(res, 0, 0));
+		copy->tables[i].keys = PQgetisnull(res, 0, 1) ? NULL : format_text("%s", PQgetvalue(res, 0, 1));
+		PQclear(res);
+		res = query(tgt, "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid", 1, params);
+		if (res == NULL || PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+		{
+			PQclear(res);
+			goto fail;
+		}
+		copy->tables[i].oid[1] = format_text("%s", PQgetvalue(res, 0, 0));
+		PQclear(res);
+	}
+	return;
+fail:
+	tally_stop(copy);
+}
+
+static int
+compare_keys(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Sorts a table's changed keys and drops the repeats (a row changed many times is one key). */
+static void
+tally_distinct(TallyTable *t)
+{
+	int			n = 0;
+
+	qsort(t->changed, t->nchanged, sizeof(char *), compare_keys);
+	for (int i = 0; i < t->nchanged; i++)
+	{
+		if (n > 0 && strcmp(t->changed[n - 1], t->changed[i]) == 0)
+			free(t->changed[i]);
+		else
+			t->changed[n++] = t->changed[i];
+	}
+	t->nchanged = t->distinct = n;
+}
+
+/*
+ * Reads what a tally decoded since it was last read: per table, the keys
+ * of the changed rows and, on the source, the rows inserted less those
+ * deleted.  False: it ended.
+ */
+static bool
+tally_read_one(OnlineCopy *copy, Tally *t, int side)
+{
+	const char *params[3] = {t->slot, copy->filter, t->except_xid};
+	char	   *sql = format_text("SELECT data FROM pg_catalog.pg_logical_slot_get_changes($1, NULL, NULL, 'tally', $2%s)",
+								  t->except_xid ? ", 'except_xid', $3" : "");
+	PGresult   *res = query(&t->server, sql, t->except_xid ? 3 : 2, params);
+
+	free(sql);
+	if (res == NULL)
+		return false;
+	for (int r = 0; r < PQntuples(res); r++)
+	{
+		const char *line = PQgetvalue(res, r, 0);
+		const char *key = strlen(line) > 2 ? strchr(line + 2, ' ') : NULL;
+		TallyTable *tt = NULL;
+
+		for (int i = 0; i < copy->ntables && tt == NULL && key != NULL; i++)
+			if (strlen(copy->tables[i].oid[side]) == (size_t) (key - line - 2)
+				&& strncmp(copy->tables[i].oid[side], line + 2, key - line - 2) == 0)
+				tt = &copy->tables[i];
+		if (tt == NULL)
+		{
+			report("error", "the tally of shard \"%s\" has a line the mover does not know: %s", t->server.name, line);
+			PQclear(res);
+			return false;
+		}
+		key++;
+		if (side == 0)
+			tt->net += line[0] == 'I' ? 1 : line[0] == 'D' ? -1 : 0;
+		if (strcmp(key, "-") == 0)
+		{
+			tt->unkeyed = true;
+			continue;
+		}
+		if (tt->nchanged == tt->capacity)
+		{
+			tt->capacity = tt->capacity ? 2 * tt->capacity : 256;
+			tt->changed = realloc(tt->changed, tt->capacity * sizeof(char *));
+		}
+		tt->changed[tt->nchanged++] = format_text("%s", key);
+		if (tt->nchanged > 2 * tt->distinct + 4096)
+			tally_distinct(tt);
+	}
+	PQclear(res);
+	return true;
+}
+
+/* Both tallies read; false (both ended) when either cannot be: the write block then verifies by a scan. */
+static bool
+tally_read(OnlineCopy *copy)
+{
+	if (copy->tally[0].server.conn == NULL || copy->tally[1].server.conn == NULL
+		|| !tally_read_one(copy, &copy->tally[0], 0) || !tally_read_one(copy, &copy->tally[1], 1))
+	{
+		tally_stop(copy);
+		return false;
+	}
+	return true;
+}
+
+/* The keys of a table's changed rows as a JSON array, for json_populate_recordset. */
+static char *
+tally_json(TallyTable *t)
+{
+	size_t		size = 3;
+	char	   *json;
+	char	   *p;
+
+	for (int i = 0; i < t->nchanged; i++)
+		size += strlen(t->changed[i]) + 1;
+	json = p = malloc(size);
+	*p++ = '[';
+	for (int i = 0; i < t->nchanged; i++)
+	{
+		size_t		n = strlen(t->changed[i]);
+
+		if (i > 0)
+			*p++ = ',';
+		memcpy(p, t->changed[i], n);
+		p += n;
+	}
+	*p++ = ']';
+	*p = '\0';
+	return json;
 }
 
 /*
@@ -343,6 +625,8 @@ online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int n
 	sql = format_text("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete')", name, list);
 	if (!command(src, sql))
 		goto out;
+	/* after the publication, by which a rerun finds the target's filter too */
+	tally_start_target(tgt, name, which, copy);
 	free(sql);
 	sql = format_text("SELECT %s.chash_decoding_filter_create('%s', %s, %s)", src->schema, name, directory, which);
 	if (!command(src, sql))
@@ -352,6 +636,8 @@ online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int n
 	v = copy_from_snapshot(src, tgt, repl, snapshot, tables, ntables, target, batch, copy);
 	if (v != VERDICT_SAME)
 		goto out;
+	/* before the subscription reads the slot */
+	tally_start_source(src, tgt, name, tables, ntables, copy);
 	/* synchronous_commit = local: what the target reports as flushed is what it applied */
 	free(sql);
 	conninfo = escape_literal(tgt->conn, src->conninfo);
@@ -407,16 +693,94 @@ tail_sql(Server *server, const TableInfo *table, const StepTarget *target, const
 }
 
 /*
+ * The rows of a table with the keys in $1 (a JSON array of key objects,
+ * from the tally), looked up by the table's replica identity index: their
+ * count and checksum.
+ */
+static char *
+changed_sql(Server *server, const TableInfo *table, const StepTarget *target, const char *keys)
+{
+	char	   *pred = step_predicate(server, table, target);
+	char	   *sql = format_text("SELECT pg_catalog.count(*), COALESCE(pg_catalog.sum(%1$s.chash_xxh64(ROW(%2$s)::text)), 0) "
+								  "  FROM %3$s WHERE %4$s AND (%5$s) IN "
+								  "       (SELECT %5$s FROM pg_catalog.json_populate_recordset(NULL::%3$s, $1::pg_catalog.json))",
+								  server->schema, table->columns, table->table_name, pred, keys);
+
+	free(pred);
+	return sql;
+}
+
+/*
+ * One table by its tally: the rows changed since the copy, looked up by
+ * key, are as many on both sides with the same checksum.  The rows the
+ * tally does not name are the copy's on both sides: on the source every
+ * change since the snapshot is in the tally (it decodes what the
+ * subscription streams, from the same point), and on the target only the
+ * subscription writes a moving row before the fence, and it writes only
+ * those.  NULL when the same, else the detail of the difference; *rows
+ * gets the target's count, the copy's plus the inserted less the deleted.
+ */
+static Verdict
+verify_changed(Server *src, Server *tgt, const TableInfo *table, const StepTarget *target, TallyTable *t,
+			   long long copied, long long *rows, char **detail)
+{
+	char	   *json;
+	char	   *sql_src;
+	char	   *sql_tgt;
+	const char *params[1];
+	PGresult   *rs = NULL,
+			   *rt = NULL;
+	Verdict		v = VERDICT_ERROR;
+
+	*rows += copied + t->net;
+	tally_distinct(t);
+	if (t->nchanged == 0)
+		return VERDICT_SAME;
+	json = tally_json(t);
+	params[0] = json;
+	sql_src = changed_sql(src, table, target, t->keys);
+	sql_tgt = changed_sql(tgt, table, target, t->keys);
+	if (PQsendQueryParams(src->conn, sql_src, 1, NULL, params, NULL, NULL, 0)
+		&& PQsendQueryParams(tgt->conn, sql_tgt, 1, NULL, params, NULL, NULL, 0))
+	{
+		rs = last_result(src, sql_src);
+		rt = last_result(tgt, sql_tgt);
+	}
+	else
+		report("error", "could not send the verification query: %s", PQerrorMessage(src->conn));
+	if (rs != NULL && rt != NULL)
+	{
+		bool		same = strcmp(PQgetvalue(rs, 0, 0), PQgetvalue(rt, 0, 0)) == 0
+			&& strcmp(PQgetvalue(rs, 0, 1), PQgetvalue(rt, 0, 1)) == 0;
+
+		v = same ? VERDICT_SAME : VERDICT_DIFFERENT;
+		if (!same)
+			*detail = format_text("Of the %d rows changed since the copy, the source has %s (checksum %s), the target %s (checksum %s).",
+								  t->nchanged, PQgetvalue(rs, 0, 0), PQgetvalue(rs, 0, 1),
+								  PQgetvalue(rt, 0, 0), PQgetvalue(rt, 0, 1));
+	}
+	PQclear(rs);
+	PQclear(rt);
+	free(sql_src);
+	free(sql_tgt);
+	free(json);
+	return v;
+}
+
+/*
  * The tail verification, with the step fenced and the target caught up
- * with the source (docs/shards.md, "The write block"): per table, the rows
- * left unchanged since the copy are as many on both sides (the copy was
- * verified equal to the snapshot), and the rows changed since are as many,
- * with the same checksum.  Only the changed rows are hashed, so the cost
- * in the write block is a count of the step's rows plus the changes.
+ * with the source (docs/shards.md, "The write block").  With the tally,
+ * per table, only the rows changed since the copy are compared, found by
+ * key (verify_changed): the block's cost is that of the changes, not of
+ * the step.  Without it (a table without a replica identity index, a
+ * tally that ended), the rows left unchanged since the copy are as many
+ * on both sides (the copy was verified equal to the snapshot), and the
+ * rows changed since are as many, with the same checksum: a count of the
+ * step's rows plus the changes.
  */
 Verdict
 online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
-				   const Batch *batch, const OnlineCopy *copy, long long *rows)
+				   const Batch *batch, OnlineCopy *copy, long long *rows)
 {
 	/* age() is the same all through a transaction: an xmin the snapshot's xmax or younger */
 	char	   *src_changed = format_text("(pg_catalog.age(xmin) <= (SELECT pg_catalog.age('%s'::xid)) OR xmin = ANY ('%s'::xid[]))",
@@ -424,16 +788,50 @@ online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables, con
 	char	   *tgt_changed = format_text("xmin <> '%s'::xid", copy->target_xid);
 	Verdict		v = VERDICT_ERROR;
 
+	/* what the tally decoded since it was last read: up to the fence's message at least (it has been applied) */
+	bool		tallied = tally_read(copy);
+
+	copy->changed = tallied ? 0 : -1;
 	if (!command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 		|| !command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 		goto out;
 	for (int i = 0; i < ntables; i++)
 	{
-		char	   *sql_src = tail_sql(src, &tables[i], target, src_changed);
-		char	   *sql_tgt = tail_sql(tgt, &tables[i], target, tgt_changed);
+		TallyTable *t = tallied && i < copy->ntables ? &copy->tables[i] : NULL;
+		char	   *sql_src;
+		char	   *sql_tgt;
 		PGresult   *rs = NULL,
 				   *rt = NULL;
 		bool		same;
+
+		if (t != NULL && t->keys != NULL && !t->unkeyed && copy->table_rows != NULL)
+		{
+			char	   *detail = NULL;
+			Verdict		tv = verify_changed(src, tgt, &tables[i], target, t, copy->table_rows[i], rows, &detail);
+
+			copy->changed += t->nchanged;
+			if (tv == VERDICT_DIFFERENT)
+			{
+				char	   *which = batch_describe(batch);
+
+				report("error", "verification failed for %s of migration %lld: table \"%s\" differs between shard \"%s\" and shard \"%s\"",
+					   which, migration.id, tables[i].table_name, src->name, tgt->name);
+				free(which);
+				report("detail", "%s Given back: the rows stay on shard \"%s\", which still owns them.", detail, src->name);
+				report("hint", "Something changed the moving rows on shard \"%s\" behind the mover's back (a trigger, or a session that bypasses the guard).",
+					   tgt->name);
+				free(detail);
+			}
+			if (tv != VERDICT_SAME)
+			{
+				v = tv;
+				goto out;
+			}
+			continue;
+		}
+		copy->changed = -1;
+		sql_src = tail_sql(src, &tables[i], target, src_changed);
+		sql_tgt = tail_sql(tgt, &tables[i], target, tgt_changed);
 
 		if (PQsendQuery(src->conn, sql_src) && PQsendQuery(tgt->conn, sql_tgt))
 		{
@@ -484,6 +882,7 @@ out:
 		PQclear(PQexec(src->conn, "ROLLBACK"));
 	free(src_changed);
 	free(tgt_changed);
+	tally_stop(copy);
 	return v;
 }
 
@@ -672,11 +1071,12 @@ online_streaming(Server *tgt, int step, int ntables)
 /*
  * Waits until the subscription streams and applies the source's changes
  * with a lag short enough to fence: the source's WAL position is reached
- * again within a tenth of a second.  1, 0 (an error), or
+ * again within a tenth of a second.  The tally is read on the way, so
+ * that little of it is left for the write block.  1, 0 (an error), or
  * ONLINE_CANNOT_APPLY.
  */
 int
-online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
+online_wait_caught_up(Server *src, Server *tgt, int step, int ntables, OnlineCopy *copy)
 {
 	char	   *name = online_name(step);
 	int			ok = 0;
@@ -713,6 +1113,8 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables)
 		start = now_seconds();
 		ok = wait_slot(src, tgt, name, PQgetvalue(res, 0, 0), ntables);
 		PQclear(res);
+		if (ok == 1 && copy != NULL)
+			tally_read(copy);
 		if (ok != 1 || now_seconds() - start < 0.1)
 			break;
 		ok = 0;
@@ -747,6 +1149,20 @@ online_wait_applied(Server *src, Server *tgt, int step, int ntables)
 	}
 	free(name);
 	return ok;
+}
+
+/* Drops the decoding filter named so there, if chash there has them. */
+static bool
+filter_drop(Server *server, const char *name)
+{
+	const char *params[1] = {name};
+	char	   *sql = format_text("SELECT %1$s.chash_decoding_filter_drop($1) "
+								  " WHERE pg_catalog.to_regclass('%1$s.chash_decoding_filter') IS NOT NULL", server->schema);
+	PGresult   *res = query(server, sql, 1, params);
+
+	free(sql);
+	PQclear(res);
+	return res != NULL;
 }
 
 /*
@@ -799,6 +1215,10 @@ online_drop(Server *src, Server *tgt, int step)
 	}
 	PQclear(res);
 
+	/* the target's tally filter (its slot was a session's) */
+	if (!filter_drop(tgt, name))
+		goto out;
+
 	/* the slot (and a table copy's slots) once no walsender uses them */
 	params[1] = suboid ? format_text("pg\\_%s\\_sync\\_%%", suboid) : format_text("%s", "-");
 	for (int tries = 0;; tries++)
@@ -846,13 +1266,8 @@ online_drop(Server *src, Server *tgt, int step)
 	PQclear(res);
 	if (ok)
 		goto out;
-	sql = format_text("SELECT %1$s.chash_decoding_filter_drop($1) "
-					  " WHERE pg_catalog.to_regclass('%1$s.chash_decoding_filter') IS NOT NULL", src->schema);
-	res = query(src, sql, 1, params);
-	free(sql);
-	if (res == NULL)
+	if (!filter_drop(src, name))
 		goto out;
-	PQclear(res);
 	sql = format_text("DROP PUBLICATION IF EXISTS %s", name);
 	ok = command(src, sql);
 	free(sql);

@@ -185,12 +185,14 @@ phase_fence(Move *m)
 {
 	if (!in_flight(m))
 		return PHASE_NEXT;
+	if (!lag_gate(m->dir, m->src, m->tgt, m->batch, m->progress))
+		return PHASE_GIVE_BACK;
 	if (m->progress == LEASE_CLAIMED || m->progress == LEASE_SUBSCRIBED)
 	{
 		if (!lease_fence(m->dir, m->batch))
 			return PHASE_RETRY;
 		m->progress = LEASE_FENCED;
-		crash_point(LEASE_FENCED);
+		crash_point_at(LEASE_FENCED);
 	}
 	m->times.fence = now_seconds();
 	return PHASE_NEXT;
@@ -237,7 +239,7 @@ phase_complete(Move *m)
 	if (!lease_complete(m->dir, m->batch))
 		return PHASE_RETRY;
 	m->times.done = now_seconds();
-	crash_point(LEASE_COMPLETED);
+	crash_point_at(LEASE_COMPLETED);
 	return PHASE_NEXT;
 }
 
@@ -256,6 +258,7 @@ phase_clean_up(Move *m)
 	f.online = m->copy == &online_copy;
 	f.rows = m->rows;
 	f.bytes = m->bytes;
+	f.changed = m->copied.known ? m->copied.changed : -1;
 	f.times = m->times;
 	memcpy(f.identity, dir_identity, sizeof(f.identity));
 	m->moved = m->rows;
@@ -357,7 +360,7 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 	if (outcome != STEP_MOVED)
 		pair_forget(b->from_shard, b->to_shard);
 	*moved = outcome == STEP_MOVED ? m.moved : 0;
-	free(m.copied.source_xip);
+	online_copy_free(&m.copied);
 	free_tables(m.tables, m.ntables);
 	return outcome;
 }

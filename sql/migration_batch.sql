@@ -64,7 +64,8 @@ SELECT count(*) AS owned_by_s3 FROM chash_slot WHERE directory = 'bat' AND shard
 SELECT bat_misrouted();
 SELECT count(*) AS refused FROM bat_tenants b
  WHERE bad(format('SELECT chash_route_for_write(%L, %L)', 'bat', b.t)) LIKE '40001:%';
--- the history names each slot and step of the version
+-- the history names each slot of the version, and the batch's steps as one
+-- key, their migration (63_batch_history.sql)
 SELECT kind, count(*) FROM chash_directory_change
  WHERE directory = 'bat' AND version = :v1 + 1 GROUP BY kind ORDER BY kind;
 SELECT jsonb_array_length(chash_directory_changes('bat', :v1) -> 'slots') AS slot_runs,
@@ -220,6 +221,14 @@ SELECT count(*) FILTER (WHERE state = 'done') AS done FROM chash_migration_step 
 SELECT chash_migration_cancel(:p) WHERE (SELECT status FROM chash_migration WHERE id = :p) = 'running';
 DROP OWNED BY regress_chash_bat_app, regress_chash_bat_operator;
 DROP ROLE regress_chash_bat_app, regress_chash_bat_operator;
+
+-- each batch function plans its statements for the batch's own array
+SELECT p.proname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+ WHERE p.proname LIKE 'chash\_steps\_%' AND l.lanname = 'plpgsql'
+   AND NOT 'plan_cache_mode=force_custom_plan' = ANY (COALESCE(p.proconfig, '{}'))
+ ORDER BY 1;
+SELECT count(*) AS batch_functions FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+ WHERE p.proname LIKE 'chash\_steps\_%' AND l.lanname = 'plpgsql';
 
 DROP FUNCTION bat_misrouted();
 DROP TABLE bat_tenants;

@@ -18,6 +18,16 @@
  * row, one whose tenant leaves it a DELETE of the old row: the target ends
  * with exactly the filtered rows.  TRUNCATE never passes (it would empty
  * the target's other tenants too).
+ *
+ * The tally (option tally = a filter's name, through
+ * pg_logical_slot_get_changes on a copy of the subscription's slot): no
+ * pgoutput stream but a text line for each change the filter passes,
+ * "I|U|D <registered table's oid> <key>", the key the row's replica
+ * identity columns as a JSON object ("-" when the relation has no
+ * identity index); option except_xid leaves out one transaction's (on
+ * the target: the mover's copy).  The mover learns from it which rows
+ * changed since the copy on either shard, so that the write block
+ * verifies only those (docs/shards.md, "The write block").
  */
 #include "chash.h"
 
@@ -40,9 +50,11 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/uuid.h"
 
 #include "directory.h"
@@ -79,6 +91,10 @@ typedef struct FilterRelation
 	AttrNumber	attnum;			/* 0: not a registered table, nothing passes */
 	bool		is_text;
 	FmgrInfo	output;
+	Oid			registered;		/* the registered table (itself or an ancestor) */
+	int			nkeys;			/* its replica identity columns, for the tally */
+	AttrNumber *keys;
+	FmgrInfo   *key_output;
 } FilterRelation;
 
 typedef struct Filter
@@ -100,11 +116,21 @@ typedef struct Filter
 } Filter;
 
 static LogicalDecodeStartupCB pgoutput_startup;
+static LogicalDecodeBeginCB pgoutput_begin;
 static LogicalDecodeChangeCB pgoutput_change;
+static LogicalDecodeCommitCB pgoutput_commit;
+static LogicalDecodeMessageCB pgoutput_message;
+static LogicalDecodeShutdownCB pgoutput_shutdown;
 static LogicalDecodeStreamChangeCB pgoutput_stream_change;
 
 static MemoryContext filter_context = NULL;
 static Filter *filter = NULL;
+
+/* this decoding session's filter (the slot's name, or the tally's), and whether it tallies */
+static NameData filter_name;
+static bool tally_mode = false;
+static TransactionId tally_except = InvalidTransactionId;
+static MemoryContext tally_context = NULL;
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 
@@ -182,7 +208,7 @@ chash_schema(void)
 static Filter *
 filter_load(void)
 {
-	const char *slot_name = NameStr(MyReplicationSlot->data.name);
+	const char *slot_name = NameStr(filter_name);
 	Oid			schema = chash_schema();
 	Oid			relid = OidIsValid(schema) ? get_relname_relid(FILTER_TABLE, schema) : InvalidOid;
 	Relation	rel;
@@ -333,6 +359,22 @@ filter_relation(Filter *f, Relation relation)
 	t = registered_table(f, relid, relation->rd_rel->relispartition);
 	if (t != NULL)
 	{
+		Bitmapset  *identity = RelationGetIndexAttrBitmap(relation, INDEX_ATTR_BITMAP_IDENTITY_KEY);
+		int			k = -1;
+
+		r->registered = t->relid;
+		r->keys = palloc(sizeof(AttrNumber) * Max(bms_num_members(identity), 1));
+		r->key_output = palloc(sizeof(FmgrInfo) * Max(bms_num_members(identity), 1));
+		while ((k = bms_next_member(identity, k)) >= 0)
+		{
+			AttrNumber	attnum = k + FirstLowInvalidHeapAttributeNumber;
+			Oid			output;
+			bool		varlena;
+
+			getTypeOutputInfo(TupleDescAttr(RelationGetDescr(relation), attnum - 1)->atttypid, &output, &varlena);
+			fmgr_info_cxt(output, &r->key_output[r->nkeys], filter_context);
+			r->keys[r->nkeys++] = attnum;
+		}
 		r->attnum = get_attnum(relid, t->tenant_column);
 		if (r->attnum == InvalidAttrNumber)
 			ereport(ERROR,
@@ -407,7 +449,7 @@ filter_change(Relation relation, ReorderBufferChange *change, ReorderBufferChang
 	bool		old_in;
 	bool		new_in;
 
-	if (filter == NULL || strcmp(NameStr(filter->slot_name), NameStr(MyReplicationSlot->data.name)) != 0)
+	if (filter == NULL || strcmp(NameStr(filter->slot_name), NameStr(filter_name)) != 0)
 		filter = filter_load();
 	r = filter_relation(filter, relation);
 	switch (change->action)
@@ -440,12 +482,158 @@ filter_change(Relation relation, ReorderBufferChange *change, ReorderBufferChang
 	}
 }
 
-/* A decoding session reads the filter anew (it may have been registered again). */
+/*
+ * A decoding session reads the filter anew (it may have been registered
+ * again).  With option tally it writes text lines and pgoutput is never
+ * called; without, every option is pgoutput's.
+ */
 static void
 chash_decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_init)
 {
+	ListCell   *lc;
+
 	filter = NULL;
-	pgoutput_startup(ctx, opt, is_init);
+	tally_mode = false;
+	tally_except = InvalidTransactionId;
+	namestrcpy(&filter_name, NameStr(MyReplicationSlot->data.name));
+	foreach(lc, ctx->output_plugin_options)
+	{
+		DefElem    *option = lfirst(lc);
+
+		if (strcmp(option->defname, "tally") != 0)
+			continue;
+		if (option->arg == NULL || !IsA(option->arg, String))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"tally\" of plugin \"chash\" needs the name of a decoding filter")));
+		tally_mode = true;
+		namestrcpy(&filter_name, strVal(option->arg));
+	}
+	if (!tally_mode)
+	{
+		pgoutput_startup(ctx, opt, is_init);
+		return;
+	}
+	foreach(lc, ctx->output_plugin_options)
+	{
+		DefElem    *option = lfirst(lc);
+		char	   *end;
+
+		if (strcmp(option->defname, "except_xid") == 0)
+		{
+			unsigned long xid = option->arg != NULL && IsA(option->arg, String)
+				? strtoul(strVal(option->arg), &end, 10) : 0;
+
+			if (option->arg == NULL || !IsA(option->arg, String) || *strVal(option->arg) == '\0' || *end != '\0'
+				|| xid > PG_UINT32_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("option \"except_xid\" of plugin \"chash\" needs a transaction id")));
+			tally_except = (TransactionId) xid;
+		}
+		else if (strcmp(option->defname, "tally") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"%s\" of plugin \"chash\" cannot be used with option \"tally\"", option->defname)));
+	}
+	opt->output_type = OUTPUT_PLUGIN_TEXTUAL_OUTPUT;
+	opt->receive_rewrites = false;
+	/* whole transactions, committed ones only: the tally is of what the target will apply */
+	ctx->streaming = false;
+	ctx->twophase = false;
+	tally_context = AllocSetContextCreate(ctx->context, "chash tally", ALLOCSET_SMALL_SIZES);
+}
+
+static void
+chash_decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+{
+	if (!tally_mode)
+		pgoutput_begin(ctx, txn);
+}
+
+static void
+chash_decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_lsn)
+{
+	if (!tally_mode)
+		pgoutput_commit(ctx, txn, commit_lsn);
+}
+
+static void
+chash_decode_message(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr lsn, bool transactional,
+					 const char *prefix, Size size, const char *message)
+{
+	if (!tally_mode)
+		pgoutput_message(ctx, txn, lsn, transactional, prefix, size, message);
+}
+
+static void
+chash_decode_shutdown(LogicalDecodingContext *ctx)
+{
+	if (!tally_mode)
+		pgoutput_shutdown(ctx);
+}
+
+/* One line of the tally: the change's kind, its registered table, the row's key. */
+static void
+tally_line(LogicalDecodingContext *ctx, FilterRelation *r, Relation relation, char kind,
+		   ReorderBufferTupleBuf *buf)
+{
+	MemoryContext old = MemoryContextSwitchTo(tally_context);
+
+	OutputPluginPrepareWrite(ctx, true);
+	appendStringInfo(ctx->out, "%c %u ", kind, r->registered);
+	if (r->nkeys == 0 || buf == NULL)
+		appendStringInfoChar(ctx->out, '-');
+	else
+	{
+		appendStringInfoChar(ctx->out, '{');
+		for (int i = 0; i < r->nkeys; i++)
+		{
+			bool		isnull;
+			Datum		value = heap_getattr(&buf->tuple, r->keys[i], RelationGetDescr(relation), &isnull);
+
+			if (i > 0)
+				appendStringInfoChar(ctx->out, ',');
+			escape_json(ctx->out, NameStr(TupleDescAttr(RelationGetDescr(relation), r->keys[i] - 1)->attname));
+			appendStringInfoChar(ctx->out, ':');
+			if (isnull)
+				appendStringInfoString(ctx->out, "null");
+			else
+				escape_json(ctx->out, OutputFunctionCall(&r->key_output[i], value));
+		}
+		appendStringInfoChar(ctx->out, '}');
+	}
+	OutputPluginWrite(ctx, true);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(tally_context);
+}
+
+/* The tally of a change the filter passed: an UPDATE that changed the key is its old row's DELETE and its new row's INSERT. */
+static void
+tally_change(LogicalDecodingContext *ctx, Relation relation, ReorderBufferChange *change)
+{
+	FilterRelation *r = filter_relation(filter, relation);
+
+	switch (change->action)
+	{
+		case REORDER_BUFFER_CHANGE_INSERT:
+			tally_line(ctx, r, relation, 'I', change->data.tp.newtuple);
+			break;
+		case REORDER_BUFFER_CHANGE_UPDATE:
+			if (change->data.tp.oldtuple != NULL)
+			{
+				tally_line(ctx, r, relation, 'D', change->data.tp.oldtuple);
+				tally_line(ctx, r, relation, 'I', change->data.tp.newtuple);
+			}
+			else
+				tally_line(ctx, r, relation, 'U', change->data.tp.newtuple);
+			break;
+		case REORDER_BUFFER_CHANGE_DELETE:
+			tally_line(ctx, r, relation, 'D', change->data.tp.oldtuple);
+			break;
+		default:
+			break;
+	}
 }
 
 static void
@@ -453,9 +641,17 @@ chash_decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation
 					ReorderBufferChange *change)
 {
 	ReorderBufferChange copy;
-	ReorderBufferChange *passed = filter_change(relation, change, &copy);
+	ReorderBufferChange *passed;
 
-	if (passed != NULL)
+	/* the transaction the tally leaves out is not even filtered (the mover's copy: every row of the step) */
+	if (tally_mode && TransactionIdIsValid(tally_except) && txn->xid == tally_except)
+		return;
+	passed = filter_change(relation, change, &copy);
+	if (passed == NULL)
+		return;
+	if (tally_mode)
+		tally_change(ctx, relation, passed);
+	else
 		pgoutput_change(ctx, txn, relation, passed);
 }
 
@@ -485,10 +681,18 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 
 	pgoutput_init(cb);
 	pgoutput_startup = cb->startup_cb;
+	pgoutput_begin = cb->begin_cb;
 	pgoutput_change = cb->change_cb;
+	pgoutput_commit = cb->commit_cb;
+	pgoutput_message = cb->message_cb;
+	pgoutput_shutdown = cb->shutdown_cb;
 	pgoutput_stream_change = cb->stream_change_cb;
 	cb->startup_cb = chash_decode_startup;
+	cb->begin_cb = chash_decode_begin;
 	cb->change_cb = chash_decode_change;
+	cb->commit_cb = chash_decode_commit;
+	cb->message_cb = chash_decode_message;
+	cb->shutdown_cb = chash_decode_shutdown;
 	cb->truncate_cb = chash_decode_truncate;
 	if (cb->stream_change_cb != NULL)
 		cb->stream_change_cb = chash_decode_stream_change;

@@ -39,8 +39,9 @@ PG_FUNCTION_INFO_V1(chash_rebalance_request_stop);
 char	   *chash_rebalance_conninfo = NULL;
 int			chash_max_rebalance_jobs = 8;
 int			chash_rebalance_lease = 30;
-int			chash_rebalance_batch_rows = 50000;
+int			chash_rebalance_batch_rows = REBALANCE_BATCH_ROWS_DEFAULT;
 bool		chash_rebalance_online = false;
+int			chash_rebalance_max_lag = 16384; /* kB */
 
 static bool preloaded = false;
 
@@ -122,11 +123,15 @@ rebalance_init(void)
 	DefineCustomIntVariable("chash.rebalance_batch_rows",
 							"The rows a background rebalance's batch aims at (chash_move --batch-rows).",
 							"A batch blocks the writes of its slots or tenants while it copies; 0 for no bound.",
-							&chash_rebalance_batch_rows, 50000, 0, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
+							&chash_rebalance_batch_rows, REBALANCE_BATCH_ROWS_DEFAULT, 0, INT_MAX, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("chash.rebalance_online",
 							 "Makes the background rebalance move steps by logical replication where it can (chash_move --online).",
 							 NULL,
 							 &chash_rebalance_online, false, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("chash.rebalance_max_lag",
+							"A background rebalance fences no batch while its source's or target's replica of the directory lags by more than this (chash_move --max-lag).",
+							"The lag is the directory's WAL the shard's subscription has not confirmed; 0 for no bound.",
+							&chash_rebalance_max_lag, 16384, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_KB, NULL, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	preloaded = true;

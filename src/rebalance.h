@@ -23,8 +23,11 @@ typedef struct RebalanceArgs
 extern char *chash_rebalance_conninfo;
 extern int	chash_max_rebalance_jobs;
 extern int	chash_rebalance_lease;
+/* chash_move's --batch-rows default too (mover/options.c) */
+#define REBALANCE_BATCH_ROWS_DEFAULT 50000
 extern int	chash_rebalance_batch_rows;
 extern bool chash_rebalance_online;
+extern int	chash_rebalance_max_lag;
 
 /* rebalance.c */
 extern void rebalance_init(void);

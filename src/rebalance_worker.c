@@ -415,6 +415,10 @@ chash_rebalance_worker_main(Datum arg)
 	options.online = chash_rebalance_online;
 	options.batch_rows = chash_rebalance_batch_rows;
 	options.max_rate = max_rate;	/* rows a second across the jobs, as --max-rate */
+	options.max_lag = (long long) chash_rebalance_max_lag * 1024;
+	/* a batch size set for this server wins over max_rate's half a second of rows, as --batch-rows does */
+	options.batch_rows_given = chash_rebalance_batch_rows != REBALANCE_BATCH_ROWS_DEFAULT;
+	options_throttle_batches();
 	options.conninfo = directory_conninfo(row[3]);
 	report_hook = queue_message;
 	started = GetCurrentTimestamp() / 1e6;
@@ -446,6 +450,8 @@ chash_rebalance_worker_main(Datum arg)
 			{
 				ConfigReloadPending = false;
 				ProcessConfigFile(PGC_SIGHUP);
+				/* the engine's jobs read the bound at each fence */
+				__atomic_store_n(&options.max_lag, (long long) chash_rebalance_max_lag * 1024, __ATOMIC_RELAXED);
 			}
 			state = record_status(args.directory, args.run, rows_before, started);
 			if (state == NULL || strcmp(state, "running") != 0)

@@ -8,8 +8,10 @@
 # paths, the restart, su postgres -c, the bindir.  Then the outcome: the
 # routed write goes through, the misrouted one is refused with SH001,
 # chash_move (as the recipe's non-superuser mover) moves slots onto pg3 and
-# a whale onto another shard, and every row is on its tenant's shard.  A
-# recipe line removed or broken makes this test fail.
+# a whale onto another shard, and a background rebalance (the directory
+# server preloading chash, its workers connecting as the mover) gives pg1
+# twice the share; every row is on its tenant's shard.  A recipe line
+# removed or broken makes this test fail.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -35,8 +37,8 @@ while ($section =~ /(?:^<!-- recipe: ([\w -]+) -->\n)?^```sh\n(.*?)^```/msg)
 	}
 	push @blocks, [ $where, $text ];
 }
-is(join(', ', map { $_->[0] } @blocks), 'dir, shard pg1, app, dir, dir, shard-online pg1, dir',
-	'the recipe: the directory server, a shard, the application, adding pg3, the move, online');
+is(join(', ', map { $_->[0] } @blocks), 'dir, shard pg1, app, dir, dir, shard-online pg1, dir, dir',
+	'the recipe: the directory server, a shard, the application, adding pg3, the move, online, in the background');
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 my $pgpass = "$tmp/pgpass";
@@ -125,7 +127,7 @@ sub run_ok
 	return $out . $err;
 }
 
-my ($dir_setup, $shard_setup, $app, $add_pg3, $move, $shard_online, $move_online) = map { $_->[1] } @blocks;
+my ($dir_setup, $shard_setup, $app, $add_pg3, $move, $shard_online, $move_online, $rebalance) = map { $_->[1] } @blocks;
 (my $shard_name = $blocks[1][0]) =~ s/^shard //;
 (my $online_name = $blocks[5][0]) =~ s/^shard-online //;
 
@@ -237,6 +239,18 @@ applied();
 is($node{pg1}->safe_psql('app', q{SELECT count(*) FROM accounts WHERE org_id = 'org-17'}),
 	'1', "org-17's row is on pg1");
 is(misplaced_and_total(), "0 misplaced of $loaded", 'after the online move too');
+
+# In the background: the directory server restarted with chash preloaded,
+# the rebalance started and waited for as the mover.
+my $slots_before = $node{dir}->safe_psql('app', q{SELECT count(*) FROM chash_slot WHERE directory = 'orgs' AND shard = 'pg1'});
+$moved = run_ok($rebalance, 'dir', 'the background rebalance moves the migration, started by the mover');
+like($moved, qr/^\s*done\s*$/m, 'chash_rebalance_wait returns done');
+is($node{dir}->safe_psql('app', q{SELECT state || ' ' || role FROM chash_rebalance WHERE directory = 'orgs'}), 'done mover',
+	'its workers were the mover\'s');
+cmp_ok($node{dir}->safe_psql('app', q{SELECT count(*) FROM chash_slot WHERE directory = 'orgs' AND shard = 'pg1'}), '>', $slots_before + 5,
+	'pg1 has more slots');
+applied();
+is(misplaced_and_total(), "0 misplaced of $loaded", 'after the background rebalance too');
 
 $_->stop for values %node;
 done_testing();

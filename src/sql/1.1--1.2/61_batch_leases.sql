@@ -13,7 +13,7 @@
 -- one entry per distinct value.
 CREATE FUNCTION @extschema@.chash_steps_lease_check(migration bigint, steps int[], holder text) RETURNS text[]
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 DECLARE
     bad record;
@@ -54,7 +54,7 @@ CREATE FUNCTION @extschema@.chash_steps_lease_set(migration bigint, steps int[],
                                                   progress text DEFAULT NULL)
     RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 BEGIN
     PERFORM @extschema@.chash_require(ARRAY['migration', 'steps', 'lease'],
@@ -73,7 +73,7 @@ CREATE FUNCTION @extschema@.chash_steps_lease_claim(migration bigint, holder tex
     RETURNS TABLE (step int, slot int, tenant text, from_shard text, to_shard text,
                    state text, progress text)
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -142,7 +142,7 @@ COMMENT ON FUNCTION @extschema@.chash_steps_lease_claim(bigint, text, interval, 
 CREATE FUNCTION @extschema@.chash_steps_lease_fence(migration bigint, steps int[], holder text, lease interval)
     RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 BEGIN
     PERFORM @extschema@.chash_require(ARRAY['migration', 'steps', 'holder', 'lease'],
@@ -161,7 +161,7 @@ CREATE FUNCTION @extschema@.chash_steps_lease_record(migration bigint, steps int
                                                      bytes bigint[] DEFAULT NULL)
     RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 DECLARE
     held text[];
@@ -200,7 +200,7 @@ COMMENT ON FUNCTION @extschema@.chash_steps_lease_record(bigint, int[], text, te
 CREATE FUNCTION @extschema@.chash_steps_lease_complete(migration bigint, steps int[], holder text, lease interval)
     RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 BEGIN
     PERFORM @extschema@.chash_require(ARRAY['migration', 'steps', 'holder', 'lease'],
@@ -220,7 +220,7 @@ COMMENT ON FUNCTION @extschema@.chash_steps_lease_complete(bigint, int[], text, 
 
 CREATE FUNCTION @extschema@.chash_steps_lease_release(migration bigint, steps int[], holder text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 DECLARE
     done_step int;
@@ -250,7 +250,7 @@ COMMENT ON FUNCTION @extschema@.chash_steps_lease_release(bigint, int[], text) I
 
 CREATE FUNCTION @extschema@.chash_steps_lease_finish(migration bigint, steps int[], holder text) RETURNS void
     LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
     AS $$
 DECLARE
     bad record;
