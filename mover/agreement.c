@@ -3,7 +3,8 @@
  * "Failover"): its replica's position and refusal, the check of a batch's
  * steps on both sides (shard_agrees), before every delete of a batch's
  * rows on both of its shards (shards_agree) and, once per process, before
- * the first claim (directory_current).
+ * the first claim (directory_current; later claims check only that the
+ * directory database is still the same server).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,39 +14,33 @@
 #include "chash_move.h"
 
 /*
- * A shard's refusal that only a DBA mends: its replica met another
- * directory history, or its subscription is gone (the sentences of
- * chash_shard_refusal_reason, src/sql/1.1--1.2/70_failover_state.sql).
- * The others (disabled, silent, no apply worker) are a partition, which a
- * bounded wait waits out.
+ * The directory database's server (system identifier:timeline) at this
+ * run's first agreement check: it must stay the same for the whole run,
+ * across batches and reconnections (a connection string that now leads
+ * to a promoted standby), not only within a batch.
  */
-bool
-refusal_lasting(const char *refusal)
-{
-	static const char another[] = "Its replica met another directory history";
-	static const char subscription[] = "Its subscription ";
-
-	return refusal != NULL
-		&& (strncmp(refusal, another, sizeof(another) - 1) == 0
-			|| (strncmp(refusal, subscription, sizeof(subscription) - 1) == 0
-				&& strstr(refusal, " does not exist.") != NULL));
-}
+static pthread_mutex_t run_identity_lock = PTHREAD_MUTEX_INITIALIZER;
+static char run_identity[80];
 
 static const char *failover_hint =
 "If the directory database was replaced by its standby, run SELECT * FROM chash_directory_reconcile() there "
 "and chash_shard_repoint() on each shard (docs/shards.md, \"Failover\"), then chash_move again.";
 
 /*
- * The shard's replica of the directory: its version (-1: none), and its
+ * The shard's replica of the directory: its version (-1: none), its
  * refusal (malloc'd; NULL when it can vouch for it, or has no
- * chash_shard_refusal).  False, with the error said, when it cannot be read.
+ * chash_shard_refusal), and whether that refusal lasts until a DBA mends
+ * the replica: its SQLSTATE is SH002 (chash_shard_refusal_code; SH003, a
+ * partition, disabled, silent, is waited out within a bound).  False, with
+ * the error said, when it cannot be read.
  */
 bool
-replica_position(Server *server, long long *version, char **refusal)
+replica_position(Server *server, long long *version, char **refusal, bool *lasting)
 {
 	const char *params[1] = {migration.directory};
-	char	   *why = server->has_refusal ? format_text("%s.chash_shard_refusal($1)", server->schema)
-		: format_text("NULL::pg_catalog.text");
+	char	   *why = server->has_refusal
+		? format_text("%1$s.chash_shard_refusal($1), %1$s.chash_shard_refusal_code($1)", server->schema)
+		: format_text("NULL::pg_catalog.text, NULL::pg_catalog.text");
 	PGresult   *res = query(server, format_text("SELECT (SELECT d.version FROM %s.chash_directory d WHERE d.name = $1), %s",
 											   server->schema, why), 1, params);
 
@@ -54,6 +49,7 @@ replica_position(Server *server, long long *version, char **refusal)
 		return false;
 	*version = PQgetisnull(res, 0, 0) ? -1 : atoll(PQgetvalue(res, 0, 0));
 	*refusal = PQgetisnull(res, 0, 1) ? NULL : format_text("%s", PQgetvalue(res, 0, 1));
+	*lasting = *refusal != NULL && strcmp(PQgetvalue(res, 0, 2), "SH003") != 0;
 	PQclear(res);
 	return true;
 }
@@ -70,8 +66,9 @@ replica_position(Server *server, long long *version, char **refusal)
  * says pending or copying).  Below the directory's version a replica may
  * show a step further on than the directory: a step given back (fenced,
  * then pending again) on a version it has not applied yet.  Nor may the
- * directory database become another server (*identity: its system
- * identifier and timeline, recorded on the first call when empty), nor
+ * directory database become another server (its system identifier and
+ * timeline as at this run's first check, and as *identity says, recorded
+ * on the batch's first call when empty), nor
  * may the shard's replica have met another history.  On a disagreement
  * the error names it, with each side's word, and config_error stops the
  * mover: nothing is deleted, nothing given back.  False also when a query
@@ -88,11 +85,13 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 	char	   *which = batch ? batch_describe(batch) : format_text("the next claim");
 	long long	version;
 	char	   *refusal = NULL;
+	char	   *was = NULL;
+	bool		lasting = false;
 	PGresult   *rs = NULL,
 			   *rd = NULL;
 	bool		ok = false;
 
-	if (!replica_position(shard, &version, &refusal))
+	if (!replica_position(shard, &version, &refusal, &lasting))
 		goto out;
 	version_text = format_text("%lld", version);
 	params[4] = version_text;
@@ -159,19 +158,30 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 		break;
 	}
 	dir_version = PQgetvalue(rd, 0, 0);
+	/* the server of this run's first check; a batch's, for the finisher's thread too */
+	pthread_mutex_lock(&run_identity_lock);
+	if (run_identity[0] == '\0')
+		snprintf(run_identity, sizeof(run_identity), "%s", PQgetvalue(rd, 0, 1));
+	was = format_text("%s", run_identity);
+	pthread_mutex_unlock(&run_identity_lock);
 	if (identity[0] == '\0')
-		snprintf(identity, identity_size, "%s", PQgetvalue(rd, 0, 1));
-	else if (strcmp(identity, PQgetvalue(rd, 0, 1)) != 0)
+		snprintf(identity, identity_size, "%s", was);
+	else if (strcmp(identity, was) != 0)
+	{
+		free(was);
+		was = format_text("%s", identity);
+	}
+	if (strcmp(was, PQgetvalue(rd, 0, 1)) != 0)
 	{
 		report("error", "the directory database changed during %s of migration %lld: it was server %s and is server %s now",
-			   which, migration.id, identity, PQgetvalue(rd, 0, 1));
+			   which, migration.id, was, PQgetvalue(rd, 0, 1));
 		report("detail", "Its system identifier or timeline changed: a standby was promoted, or the connection string leads elsewhere. "
 			   "Nothing was deleted, and the steps were not given back.");
 		report("hint", "%s", failover_hint);
 		config_error = true;
 		goto out;
 	}
-	if (refusal_lasting(refusal))
+	if (lasting)
 	{
 		report("error", "shard \"%s\" cannot vouch for its replica of directory \"%s\"", shard->name, migration.directory);
 		report("detail", "%s Nothing was deleted.", refusal);
@@ -206,6 +216,7 @@ out:
 	PQclear(rs);
 	PQclear(rd);
 	free(refusal);
+	free(was);
 	free(version_text);
 	free(agree_sql);
 	free(which);
@@ -218,23 +229,58 @@ out:
  * of the directory database or follows another history.  A claim on a
  * promoted directory that lacks versions the shards applied would re-use
  * their numbers, and chash_directory_reconcile cannot merge the mover's
- * changes with the shards' (docs/shards.md, "Failover").  Once per
- * process; a shard it cannot reach is left to the steps that need it.
+ * changes with the shards' (docs/shards.md, "Failover").  A shard it
+ * cannot reach is no answer: while a step of the migration not yet
+ * finished moves rows from or to it, nothing is claimed (said; the claim
+ * is tried again, and the mover gives up after its tries); a shard no such
+ * step needs is skipped with a warning.  Once every shard agreed or was
+ * skipped, not again in this process; each later claim checks only that
+ * the directory database is still the same server.
  */
 bool
 directory_current(Server *dir)
 {
 	static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
 	static int	state = 0;		/* 1: checked and agreed, -1: disagreed */
-	const char *params[1] = {migration.directory};
+	char	   *id = format_text("%lld", migration.id);
+	const char *params[2] = {migration.directory, id};
 	PGresult   *res;
 	bool		ok = true;
 
 	pthread_mutex_lock(&once_lock);
+	if (state == 1)
+	{
+		/* checked: the directory database must still be that server (a reconnection may lead elsewhere) */
+		res = query(dir, format_text("SELECT %s.chash_server_identity()", dir->schema), 0, NULL);
+		if (res == NULL)
+			ok = false;
+		else
+		{
+			pthread_mutex_lock(&run_identity_lock);
+			if (strcmp(run_identity, PQgetvalue(res, 0, 0)) != 0)
+			{
+				report("error", "the directory database changed during migration %lld: it was server %s and is server %s now",
+					   migration.id, run_identity, PQgetvalue(res, 0, 0));
+				report("detail", "Its system identifier or timeline changed: a standby was promoted, or the connection string leads elsewhere. "
+					   "Nothing was claimed.");
+				report("hint", "%s", failover_hint);
+				config_error = true;
+				state = -1;
+			}
+			pthread_mutex_unlock(&run_identity_lock);
+			PQclear(res);
+		}
+	}
 	if (state != 0)
 		goto out;
-	res = query(dir, format_text("SELECT shard, server FROM %s.chash_shard WHERE directory = $1 AND server IS NOT NULL "
-								 "ORDER BY shard", dir->schema), 1, params);
+	res = query(dir, format_text(
+		"SELECT h.shard, h.server, EXISTS ("
+		"       SELECT FROM %1$s.chash_migration_step s "
+		"        WHERE s.migration = $2::pg_catalog.int8 AND h.shard IN (s.from_shard, s.to_shard) "
+		"          AND (s.state IN ('pending', 'copying', 'fenced') "
+		"               OR EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = s.migration AND l.step = s.step))) "
+		"  FROM %1$s.chash_shard h WHERE h.directory = $1 AND h.server IS NOT NULL "
+		" ORDER BY h.shard", dir->schema), 2, params);
 	if (res == NULL)
 	{
 		ok = false;
@@ -252,16 +298,49 @@ directory_current(Server *dir)
 			if (!ok && config_error)
 				state = -1;
 		}
+		else if (strcmp(PQgetvalue(res, i, 2), "t") == 0)
+		{
+			report("error", "shard \"%s\" cannot be checked against the directory database: it cannot be reached", s.name);
+			report("detail", "Steps of migration %lld move rows from or to it. None is claimed until it is known that "
+				   "its replica of directory \"%s\" is not ahead of the directory database.",
+				   migration.id, migration.directory);
+			ok = false;
+		}
+		else
+		{
+			char	   *key = format_text("unchecked\n%s", s.name);
+
+			if (first_time(key))
+			{
+				report("warning", "shard \"%s\" was not checked against the directory database: it cannot be reached", s.name);
+				report("detail", "No step of migration %lld moves rows from or to it.", migration.id);
+			}
+			free(key);
+		}
 		free(s.conninfo);
 		free(s.schema);
 	}
 	PQclear(res);
 	if (ok)
-		state = 1;
+	{
+		/* no shard at all: the server of this first check */
+		pthread_mutex_lock(&run_identity_lock);
+		if (run_identity[0] == '\0')
+		{
+			res = query(dir, format_text("SELECT %s.chash_server_identity()", dir->schema), 0, NULL);
+			if (res != NULL)
+				snprintf(run_identity, sizeof(run_identity), "%s", PQgetvalue(res, 0, 0));
+			PQclear(res);
+		}
+		pthread_mutex_unlock(&run_identity_lock);
+		state = run_identity[0] != '\0' ? 1 : 0;
+		ok = state == 1;
+	}
 out:
 	if (state == -1)
 		ok = false;
 	pthread_mutex_unlock(&once_lock);
+	free(id);
 	return ok;
 }
 

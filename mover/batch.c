@@ -20,8 +20,6 @@ batch_free(Batch *batch)
 	free(batch->tenant_list);
 	free(batch->from_shard);
 	free(batch->to_shard);
-	free(batch->state);
-	free(batch->progress);
 	memset(batch, 0, sizeof(*batch));
 }
 

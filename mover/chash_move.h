@@ -18,6 +18,7 @@
 #define PROGNAME "chash_move"
 
 #include "engine.h"
+#include "../src/core/states.h"
 
 /* ---- command_line.c ---- */
 extern void parse_options(int argc, char **argv);
@@ -39,7 +40,7 @@ typedef struct Server
 	char	   *schema;			/* chash's schema there, quoted */
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
-	bool		has_refusal;	/* chash_shard_refusal exists there (1.2) */
+	bool		has_refusal;	/* chash_shard_refusal and _code exist there (1.2) */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -166,8 +167,8 @@ typedef struct Batch
 	char	   *tenant_list;	/* a text[] literal or NULL */
 	char	   *from_shard;
 	char	   *to_shard;
-	char	   *state;
-	char	   *progress;
+	step_state	state;			/* src/core/states.h, parsed once as the claim reads it */
+	lease_progress progress;
 } Batch;
 
 typedef enum ClaimResult
@@ -199,8 +200,7 @@ extern char *batch_describe(const Batch *batch);
 
 /* ---- agreement.c: whether a shard agrees with the directory database ---- */
 #define DIR_IDENTITY_SIZE 80
-extern bool refusal_lasting(const char *refusal);
-extern bool replica_position(Server *server, long long *version, char **refusal);
+extern bool replica_position(Server *server, long long *version, char **refusal, bool *lasting);
 extern bool shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, size_t identity_size);
 extern bool directory_current(Server *dir);
 extern __thread char dir_identity[DIR_IDENTITY_SIZE];
@@ -212,6 +212,7 @@ extern bool wait_replica(Server *dir, Server *server, const Batch *batch, const 
 
 /* ---- crash_point.c ---- */
 extern void crash_point(const char *point);
+#define crash_point_at(progress) crash_point(state_name(STATE_LEASE, (progress)))
 
 /* ---- copy.c ---- */
 extern long long copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
@@ -250,7 +251,7 @@ extern void finisher_wait(Finisher *finisher);
 extern void finisher_stop(Finisher *finisher);
 
 /* ---- lag_gate.c: no fence while a shard's replica of the directory lags (--max-lag) ---- */
-extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, const char *progress);
+extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, lease_progress progress);
 
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
 extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,

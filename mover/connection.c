@@ -309,7 +309,7 @@ server_open(Server *server)
 				"       pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname) "
 				"           || '.chash_shard_wait_fence(text, bigint, integer)') IS NOT NULL, "
 				"       pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname) "
-				"           || '.chash_shard_refusal(text)') IS NOT NULL "
+				"           || '.chash_shard_refusal_code(text)') IS NOT NULL "
 				"  FROM pg_catalog.pg_extension e "
 				"  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace "
 				" WHERE e.extname = 'chash'", 0, NULL);

@@ -181,10 +181,10 @@ blocking_copy_rows(Move *m)
 	Verdict		v;
 
 	/* the copy first deletes what an earlier try left on the target */
-	if (strcmp(m->progress, "fenced") == 0 && !shards_agree(m->dir, m->src, m->tgt, m->batch))
+	if (m->progress == LEASE_FENCED && !shards_agree(m->dir, m->src, m->tgt, m->batch))
 		return PHASE_RETRY;
 	m->times.copy0 = now_seconds();
-	if (strcmp(m->progress, "fenced") == 0)
+	if (m->progress == LEASE_FENCED)
 	{
 		v = copy_step(m->dir, m->src, m->tgt, m->tables, m->ntables, &m->target, m->batch, &m->rows, &m->bytes);
 		if (v == VERDICT_DIFFERENT)
@@ -192,7 +192,7 @@ blocking_copy_rows(Move *m)
 		if (v != VERDICT_SAME || !advance_sequences(m->tgt, m->tables, m->ntables, &m->target))
 			return PHASE_GIVE_BACK;
 		m->times.copy = now_seconds();
-		crash_point("copied");
+		crash_point_at(LEASE_COPIED);
 		return PHASE_NEXT;
 	}
 	v = verify_again(m->src, m->tgt, m->tables, m->ntables, &m->target, m->batch, NULL);

@@ -24,8 +24,8 @@ online_prepare(Move *m)
 		return PHASE_CANNOT;
 	if (v != VERDICT_SAME || !lease_subscribed(m->dir, m->batch))
 		return PHASE_GIVE_BACK;
-	m->progress = "subscribed";
-	crash_point("subscribed");
+	m->progress = LEASE_SUBSCRIBED;
+	crash_point_at(LEASE_SUBSCRIBED);
 	online_test_pause();
 	if ((caught_up = online_wait_caught_up(m->src, m->tgt, m->batch->steps[0], m->ntables, &m->copied)) != 1)
 		return caught_up == ONLINE_CANNOT_APPLY ? PHASE_CANNOT : PHASE_GIVE_BACK;
@@ -53,7 +53,7 @@ online_copy_rows(Move *m)
 	counters_add(m->rows, 0);
 	m->bytes = m->copied.bytes;
 	m->times.copy = now_seconds();
-	crash_point("copied");
+	crash_point_at(LEASE_COPIED);
 	return PHASE_NEXT;
 }
 

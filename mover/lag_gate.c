@@ -93,7 +93,7 @@ shard_lag(Server *dir, Server *shard)
  * stop, or a query failed).
  */
 bool
-lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, const char *progress)
+lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, lease_progress progress)
 {
 	double		begun = now_seconds();
 	double		next_say = begun + 1;
@@ -101,7 +101,7 @@ lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, const char *
 	long long	bound = __atomic_load_n(&options.max_lag, __ATOMIC_RELAXED);
 
 	/* only what is about to be fenced: a takeover of a fenced batch goes on */
-	if (bound <= 0 || (strcmp(progress, "claimed") != 0 && strcmp(progress, "subscribed") != 0))
+	if (bound <= 0 || (progress != LEASE_CLAIMED && progress != LEASE_SUBSCRIBED))
 		return true;
 	for (;;)
 	{

@@ -146,6 +146,18 @@ lease_claim(Server *dir, Batch *batch, int max_steps)
 	n = PQntuples(res);
 	if (n > 0)
 	{
+		int			state = state_parse(STATE_STEP, PQgetvalue(res, 0, 5), PQgetlength(res, 0, 5));
+		int			progress = state_parse(STATE_LEASE, PQgetvalue(res, 0, 6), PQgetlength(res, 0, 6));
+
+		/* a directory database of a later chash than this mover: it cannot tell what to do */
+		if (state < 0 || progress < 0)
+		{
+			report("error", "step %s of migration %lld is in state \"%s\" with progress \"%s\", which this chash_move does not know",
+				   PQgetvalue(res, 0, 0), migration.id, PQgetvalue(res, 0, 5), PQgetvalue(res, 0, 6));
+			report("hint", "Run the chash_move of the chash version installed on the directory database.");
+			PQclear(res);
+			return CLAIM_STUCK;
+		}
 		batch->nsteps = n;
 		batch->steps = calloc(n, sizeof(int));
 		batch->slots = calloc(n, sizeof(int));
@@ -158,8 +170,8 @@ lease_claim(Server *dir, Batch *batch, int max_steps)
 		}
 		batch->from_shard = format_text("%s", PQgetvalue(res, 0, 3));
 		batch->to_shard = format_text("%s", PQgetvalue(res, 0, 4));
-		batch->state = format_text("%s", PQgetvalue(res, 0, 5));
-		batch->progress = format_text("%s", PQgetvalue(res, 0, 6));
+		batch->state = state;
+		batch->progress = progress;
 		batch->step_list = array_literal(NULL, batch->steps, n);
 		if (batch->slots[0] >= 0)
 			batch->slot_list = array_literal(NULL, batch->slots, n);
@@ -194,7 +206,7 @@ lease_claim(Server *dir, Batch *batch, int max_steps)
 		report("hint", "If nothing works on them any more, release them with chash_step_release() and run chash_move again.");
 		result = CLAIM_STUCK;
 	}
-	else if (strcmp(PQgetvalue(res, 0, 0), "running") == 0)
+	else if (state_parse(STATE_MIGRATION, PQgetvalue(res, 0, 0), PQgetlength(res, 0, 0)) == MIGRATION_RUNNING)
 		result = CLAIM_WAIT;	/* the last complete is committing */
 	else
 		result = CLAIM_DONE;
@@ -266,15 +278,15 @@ on_first_step(long long v, int nsteps)
 	return out;
 }
 
-/* progress "subscribed", or "copied" with the rows and bytes copied (-1: not counted) */
+/* progress LEASE_SUBSCRIBED, or LEASE_COPIED with the rows and bytes copied (-1: not counted) */
 static bool
-lease_record(Server *dir, const Batch *batch, const char *progress, long long rows, long long bytes)
+lease_record(Server *dir, const Batch *batch, lease_progress progress, long long rows, long long bytes)
 {
 	char	   *id = text_of(migration.id);
 	char	   *lease = lease_interval();
 	char	   *r = on_first_step(rows, batch->nsteps);
 	char	   *b = on_first_step(bytes, batch->nsteps);
-	const char *params[7] = {id, batch->step_list, migration.holder, progress, lease, r, b};
+	const char *params[7] = {id, batch->step_list, migration.holder, state_name(STATE_LEASE, progress), lease, r, b};
 	PGresult   *res;
 
 	res = query(dir, format_text("SELECT %s.chash_steps_lease_record($1, $2::int[], $3, $4, "
@@ -293,14 +305,14 @@ lease_record(Server *dir, const Batch *batch, const char *progress, long long ro
 bool
 lease_subscribed(Server *dir, const Batch *batch)
 {
-	return lease_record(dir, batch, "subscribed", -1, -1);
+	return lease_record(dir, batch, LEASE_SUBSCRIBED, -1, -1);
 }
 
 /* The batch's rows are on the target and verified: rows and bytes copied (-1: not counted). */
 bool
 lease_copied(Server *dir, const Batch *batch, long long rows, long long bytes)
 {
-	return lease_record(dir, batch, "copied", rows, bytes);
+	return lease_record(dir, batch, LEASE_COPIED, rows, bytes);
 }
 
 /* The migration's steps done and in all, for the progress line. */

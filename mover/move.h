@@ -46,7 +46,7 @@ typedef struct Move
 	StepTarget	target;
 	TableInfo  *tables;
 	int			ntables;
-	const char *progress;		/* its leases' progress, then as the phases go */
+	lease_progress progress;	/* its leases' progress, then as the phases go */
 	const CopyStrategy *copy;
 	OnlineCopy	copied;			/* what the online copy left for the tail verification */
 	long long	rows;

@@ -76,7 +76,7 @@ give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 static bool
 in_flight(const Move *m)
 {
-	return strcmp(m->batch->state, "done") != 0;
+	return m->batch->state != STEP_DONE;
 }
 
 /* connect: the registered tables, both shards */
@@ -101,8 +101,8 @@ phase_agree(Move *m)
 static PhaseResult
 phase_check(Move *m)
 {
-	const char *state = m->batch->state;
-	bool		ok = strcmp(state, "cancelled") == 0 || strcmp(state, "done") == 0
+	step_state	state = m->batch->state;
+	bool		ok = state == STEP_CANCELLED || state == STEP_DONE
 		? order_tables(m->src, m->tables, m->ntables)
 		: step_check(m->src, m->tgt, m->tables, m->ntables);
 
@@ -118,7 +118,7 @@ phase_check(Move *m)
 static PhaseResult
 phase_resume(Move *m)
 {
-	if (strcmp(m->batch->state, "fenced") == 0 && options.online
+	if (m->batch->state == STEP_FENCED && options.online
 		&& online_streaming(m->tgt, m->batch->steps[0], m->ntables))
 		m->copy = &online_copy;
 	else if (!online_drop_batch(m->src, m->tgt, m->batch))
@@ -131,7 +131,7 @@ phase_resume(Move *m)
 static PhaseResult
 phase_cancelled(Move *m)
 {
-	if (strcmp(m->batch->state, "cancelled") != 0)
+	if (m->batch->state != STEP_CANCELLED)
 		return PHASE_NEXT;
 	if (!lease_lock(m->dir, m->batch, "{cancelled}"))
 		return PHASE_RETRY;
@@ -157,7 +157,7 @@ phase_completed_elsewhere(Move *m)
 	bool		one = b->nsteps == 1;
 	char	   *which;
 
-	if (in_flight(m) || strcmp(m->progress, "copied") == 0 || strcmp(m->progress, "completed") == 0)
+	if (in_flight(m) || m->progress == LEASE_COPIED || m->progress == LEASE_COMPLETED)
 		return PHASE_NEXT;
 	which = batch_describe(b);
 	report("warning", "%s of migration %lld %s completed by something other than chash_move before %s rows were copied",
@@ -172,7 +172,7 @@ phase_completed_elsewhere(Move *m)
 static PhaseResult
 phase_stream(Move *m)
 {
-	if (strcmp(m->batch->state, "copying") != 0 || !options.online
+	if (m->batch->state != STEP_COPYING || !options.online
 		|| !online_usable(m->src, m->tgt, m->tables, m->ntables, &m->target))
 		return PHASE_NEXT;
 	m->copy = &online_copy;
@@ -187,12 +187,12 @@ phase_fence(Move *m)
 		return PHASE_NEXT;
 	if (!lag_gate(m->dir, m->src, m->tgt, m->batch, m->progress))
 		return PHASE_GIVE_BACK;
-	if (strcmp(m->progress, "claimed") == 0 || strcmp(m->progress, "subscribed") == 0)
+	if (m->progress == LEASE_CLAIMED || m->progress == LEASE_SUBSCRIBED)
 	{
 		if (!lease_fence(m->dir, m->batch))
 			return PHASE_RETRY;
-		m->progress = "fenced";
-		crash_point("fenced");
+		m->progress = LEASE_FENCED;
+		crash_point_at(LEASE_FENCED);
 	}
 	m->times.fence = now_seconds();
 	return PHASE_NEXT;
@@ -239,7 +239,7 @@ phase_complete(Move *m)
 	if (!lease_complete(m->dir, m->batch))
 		return PHASE_RETRY;
 	m->times.done = now_seconds();
-	crash_point("completed");
+	crash_point_at(LEASE_COMPLETED);
 	return PHASE_NEXT;
 }
 
@@ -328,7 +328,7 @@ batch_end(Move *m, PhaseResult r)
 			 * further on (their copy may be on the target) is left to their
 			 * leases, for a rerun once the shards are mended.
 			 */
-			if (strcmp(b->state, "copying") == 0 && strcmp(m->progress, "claimed") == 0)
+			if (b->state == STEP_COPYING && m->progress == LEASE_CLAIMED)
 				lease_release(m->dir, b);
 			break;
 		case PHASE_RETRY:

@@ -248,7 +248,7 @@ run_job(void *arg)
 			usleep(200 * 1000);
 			continue;
 		}
-		fresh = strcmp(b.state, "copying") == 0;
+		fresh = b.state == STEP_COPYING;
 		nsteps = b.nsteps;
 		from = format_text("%s", b.from_shard);
 		to = format_text("%s", b.to_shard);
@@ -314,7 +314,7 @@ migration_list(PGresult *res)
 	{
 		const char *status = PQgetvalue(res, i, 5);
 		char	   *longer = format_text("%s%s%s (%s%s)", list, i ? ", " : "", PQgetvalue(res, i, 0), status,
-										 strcmp(status, "running") == 0 ? "" : ", with steps to clean up");
+										 state_parse(STATE_MIGRATION, status, strlen(status)) == MIGRATION_RUNNING ? "" : ", with steps to clean up");
 
 		free(list);
 		list = longer;
@@ -376,7 +376,7 @@ find_migration(void)
 									  "ORDER BY m.id DESC LIMIT 1", dir.schema), 1, params);
 		if (res == NULL)
 			return 1;
-		if (PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 1), "done") == 0)
+		if (PQntuples(res) == 1 && state_parse(STATE_MIGRATION, PQgetvalue(res, 0, 1), PQgetlength(res, 0, 1)) == MIGRATION_DONE)
 		{
 			report("info", "migration %s of directory \"%s\" is done: nothing to move",
 				   PQgetvalue(res, 0, 0), options.directory);
@@ -419,7 +419,7 @@ find_migration(void)
 	migration.slot_count = atoi(PQgetvalue(res, 0, 2));
 	migration.slot_method = format_text("%s", PQgetvalue(res, 0, 3));
 	migration.key_type = format_text("%s", PQgetvalue(res, 0, 4));
-	if (strcmp(PQgetvalue(res, 0, 5), "cancelled") == 0 && options.verbose)
+	if (state_parse(STATE_MIGRATION, PQgetvalue(res, 0, 5), PQgetlength(res, 0, 5)) == MIGRATION_CANCELLED && options.verbose)
 		report("info", "migration %lld was cancelled; cleaning up after its steps", migration.id);
 	PQclear(res);
 	server_close(&dir);

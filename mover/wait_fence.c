@@ -26,6 +26,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 	bool		expired = waited >= options.fence_timeout;
 	long long	version = -1;
 	char	   *refusal = NULL;
+	bool		lasting = false;
 	char	   *which;
 	char	   *where;
 	PGresult   *res;
@@ -34,7 +35,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 	if (!expired && now_seconds() < *next_say)
 		return true;
 	*next_say = now_seconds() + 5;
-	if (!replica_position(server, &version, &refusal))
+	if (!replica_position(server, &version, &refusal, &lasting))
 		return false;
 	res = query(dir, format_text("SELECT version FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
 	which = batch_describe(batch);
@@ -42,7 +43,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 						migration.directory, version,
 						res != NULL && PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "unknown");
 	PQclear(res);
-	if (refusal_lasting(refusal))
+	if (lasting)
 	{
 		report("error", "shard \"%s\" cannot vouch for its replica of directory \"%s\"", server->name, migration.directory);
 		report("detail", "%s The mover waited for it to apply the %s of %s.", refusal, what, which);

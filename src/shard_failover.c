@@ -7,8 +7,10 @@
  * or came again), a subscription disabled or dropped, an apply worker
  * that has not heard from the directory database for longer than
  * chash.replica_max_silence.  chash_shard_refusal_reason (SQL, in
- * 70_failover.sql) answers it; the guard asks it again only once a second
- * or after a relation cache invalidation, never per row.
+ * 70_failover_state.sql) answers it, with the refusal's SQLSTATE (SH002:
+ * until a DBA mends it, SH003: until the replica follows again); the
+ * guard asks it again only once a second or after a relation cache
+ * invalidation, never per row.
  */
 #include "chash.h"
 
@@ -26,6 +28,7 @@
 #include "shard_failover.h"
 
 PG_FUNCTION_INFO_V1(chash_shard_refusal);
+PG_FUNCTION_INFO_V1(chash_shard_refusal_code);
 
 bool		chash_fail_closed = true;
 int			chash_replica_max_silence = 0;
@@ -41,6 +44,7 @@ typedef struct RefusalState
 	TimestampTz checked_at;
 	uint64		checked_epoch;
 	char	   *refusal;		/* NULL: the replica can be vouched for */
+	char		code[6];		/* its SQLSTATE: SH002 lasting, SH003 transient */
 } RefusalState;
 
 static RefusalState *states = NULL;
@@ -55,12 +59,13 @@ refusal_invalidate(Datum arg, Oid relid)
 }
 
 /*
- * Why the replica of the directory cannot be vouched for here, or NULL:
+ * Why the replica of the directory cannot be vouched for here, or NULL,
+ * and into code the refusal's SQLSTATE (empty with NULL):
  * chash_shard_refusal_reason run through SPI as the bootstrap superuser
  * (the replica's state is not the writer's to read).
  */
 static char *
-refusal_reason(const char *directory, MemoryContext into)
+refusal_reason(const char *directory, MemoryContext into, char code[6])
 {
 	Oid			argtypes[2] = {TEXTOID, INT4OID};
 	Datum		values[2];
@@ -69,6 +74,8 @@ refusal_reason(const char *directory, MemoryContext into)
 	int			level;
 	char	   *result = NULL;
 	bool		isnull;
+
+	code[0] = '\0';
 
 	values[0] = CStringGetTextDatum(directory);
 	values[1] = Int32GetDatum(chash_replica_max_silence);
@@ -82,17 +89,22 @@ refusal_reason(const char *directory, MemoryContext into)
 		elog(ERROR, "reading the schema of chash failed");
 	if (SPI_processed == 1)
 	{
-		char	   *query = psprintf("SELECT %s.chash_shard_refusal_reason($1, $2)",
+		char	   *query = psprintf("SELECT code, reason FROM %s.chash_shard_refusal_reason($1, $2)",
 									 quote_identifier(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)));
 
 		if (SPI_execute_with_args(query, 2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "chash_shard_refusal_reason failed");
 		if (SPI_processed == 1)
 		{
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 
 			if (!isnull)
+			{
+				char	   *c = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
 				result = MemoryContextStrdup(into, TextDatumGetCString(d));
+				strlcpy(code, c && strlen(c) == 5 ? c : "SH002", 6);
+			}
 		}
 	}
 	SPI_finish();
@@ -129,7 +141,7 @@ failover_check_write(text *directory, const char *shard, int shard_len,
 	now = GetCurrentTimestamp();
 	if (s->checked_epoch != invalidation_epoch || now - s->checked_at >= REFUSAL_RECHECK_US)
 	{
-		char	   *reason = refusal_reason(s->directory, TopMemoryContext);
+		char	   *reason = refusal_reason(s->directory, TopMemoryContext, s->code);
 
 		if (s->refusal)
 			pfree(s->refusal);
@@ -139,7 +151,7 @@ failover_check_write(text *directory, const char *shard, int shard_len,
 	}
 	if (s->refusal)
 		ereport(ERROR,
-				(errcode(ERRCODE_CHASH_CANNOT_VOUCH),
+				(errcode(strcmp(s->code, "SH003") == 0 ? ERRCODE_CHASH_CANNOT_FOLLOW : ERRCODE_CHASH_CANNOT_VOUCH),
 				 errmsg("shard \"%.*s\" cannot vouch for tenant \"%.*s\" of directory \"%.*s\"",
 						chash_quote_len(shard, shard_len), shard,
 						chash_quote_len(tenant, len), tenant,
@@ -156,9 +168,26 @@ failover_check_write(text *directory, const char *shard, int shard_len,
 Datum
 chash_shard_refusal(PG_FUNCTION_ARGS)
 {
-	char	   *reason = refusal_reason(text_to_cstring(PG_GETARG_TEXT_PP(0)), CurrentMemoryContext);
+	char		code[6];
+	char	   *reason = refusal_reason(text_to_cstring(PG_GETARG_TEXT_PP(0)), CurrentMemoryContext, code);
 
 	if (reason == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(reason));
+}
+
+/*
+ * chash_shard_refusal_code(directory text) -> text: the SQLSTATE the guard
+ * refuses writes with while chash_shard_refusal gives a reason: SH002 when
+ * it lasts until a DBA mends the replica, SH003 when it ends once the
+ * replica follows again (NULL: no refusal).  chash_move decides on it.
+ */
+Datum
+chash_shard_refusal_code(PG_FUNCTION_ARGS)
+{
+	char		code[6];
+
+	if (refusal_reason(text_to_cstring(PG_GETARG_TEXT_PP(0)), CurrentMemoryContext, code) == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(code));
 }

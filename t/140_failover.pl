@@ -1,7 +1,7 @@
 # Failover of the directory database (docs/shards.md, "Failover"): a
 # directory primary with a streaming standby and three shards.  The standby
 # misses a version the shards applied, the primary dies, the standby is
-# promoted.  A shard that cannot follow refuses writes (SH002); a shard
+# promoted.  A shard that cannot follow refuses writes (SH003); a shard
 # re-pointed by hand meets the other history and says so; a shard leaves
 # while the old server is gone; chash_directory_reconcile() rolls the new
 # primary forward from the newest replica and keeps what it changed itself;
@@ -87,14 +87,16 @@ ok($shards[0]->poll_query_until('postgres', q{SELECT refusal IS NOT NULL AND NOT
 	's1 sees that it no longer streams from its directory database');
 like($shards[0]->safe_psql('postgres',
 		qq{SELECT message_of(\$\$INSERT INTO accounts VALUES ('$tenant{s1}', 1000)\$\$)}),
-	qr/^SH002: shard "s1" cannot vouch for tenant "org-\d+" of directory "orgs" \/ (No apply worker of subscription "chash_\d+_\d+" is running|Subscription "chash_\d+_\d+" has received nothing)/,
-	'a guarded write on s1 is refused with SH002, saying why');
+	qr/^SH003: shard "s1" cannot vouch for tenant "org-\d+" of directory "orgs" \/ (No apply worker of subscription "chash_\d+_\d+" is running|Subscription "chash_\d+_\d+" has received nothing)/,
+	'a guarded write on s1 is refused with SH003 (it ends once the replica follows again), saying why');
+is($shards[0]->safe_psql('postgres', q{SELECT refusal_code || ' ' || chash_shard_refusal_code('orgs') FROM chash_shard_status}),
+	'SH003 SH003', 'chash_shard_status and chash_shard_refusal_code give that code');
 is($shards[0]->safe_psql('postgres', qq{SELECT count(*) FROM accounts WHERE id = 1000}), '0', 'and nothing was written');
 # The application's role, with no rights on the replica, gets the same answer.
 $shards[0]->safe_psql('postgres', q{CREATE ROLE app LOGIN; GRANT SELECT, INSERT ON accounts TO app});
 is($shards[0]->safe_psql('postgres',
 		qq{SET ROLE app; SELECT sqlstate_of(\$\$INSERT INTO accounts VALUES ('$tenant{s1}', 1001)\$\$)}),
-	'SH002', 'an unprivileged role is refused with SH002 too');
+	'SH003', 'an unprivileged role is refused with SH003 too');
 is($shards[0]->safe_psql('postgres', q{SET ROLE app; SELECT sqlstate_of($$SELECT chash_shard_repoint('orgs', 'dbname=x')$$)}),
 	'42501', 'only a superuser may re-point a shard');
 is($shards[0]->safe_psql('postgres', qq{SELECT sqlstate_of(\$\$SELECT count(*) FROM accounts WHERE org_id = '$tenant{s1}'\$\$)}),
@@ -125,7 +127,8 @@ like($shards[1]->safe_psql('postgres', q{SELECT diverged FROM chash_shard_status
 	qr/^Version $lost_version of directory "orgs" arrived after version $lost_version\. .*Version $lost_version of directory "orgs" was made by server $sysid:2, but this shard replicates from server $sysid:1\./,
 	'naming the re-used version, and the server and timeline that made it');
 like($shards[1]->safe_psql('postgres', q{SELECT message_of($$INSERT INTO accounts VALUES ('x', 1)$$)}),
-	qr/^SH002: .* \/ Its replica met another directory history: /, 'a write on s2 is refused with SH002');
+	qr/^SH002: .* \/ Its replica met another directory history: /, 'a write on s2 is refused with SH002: until a DBA mends it');
+is($shards[1]->safe_psql('postgres', q{SELECT refusal_code FROM chash_shard_status}), 'SH002', 'its refusal code says so');
 ok($shards[1]->poll_query_until('postgres', q{SELECT count(*) = 1 FROM chash_override WHERE tenant = 'late'}),
 	'the apply did not stop at the re-used version');
 

@@ -18,33 +18,10 @@ use FailoverLedger;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
 
-my $dir = new_node('directory', logical => 1);
-my %shard = map { $_ => new_node($_, preload => 1) } qw(s1 s2);
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 16);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-});
-for my $name (sort keys %shard)
-{
-	my $c = $shard{$name}->connstr('postgres');
-	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
-	$shard{$name}->safe_psql('postgres', qq{
-        CREATE EXTENSION chash;
-        CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-        SELECT chash_shard_join('orgs', '$name', '$dirconn');
-    });
-}
-sub applied { shard_applied($dir, $_) or die $_->name . ' did not apply the directory' for values %shard }
-applied();
-$shard{$_}->safe_psql('postgres', qq{
-    INSERT INTO accounts SELECT 'org-' || g, i, 'base'
-      FROM generate_series(1, 200) g, generate_series(1, 5) i WHERE chash_route('orgs', 'org-' || g) = '$_'})
-  for sort keys %shard;
-
-my @tenants = split /\n/, $dir->safe_psql('postgres',
-	q{SELECT 'org-' || g FROM generate_series(1, 200) g WHERE chash_route('orgs', 'org-' || g) = 's1' LIMIT 3});
+my ($dir, $dirconn, $shards) = FailoverLedger::setup(shard => { preload => 1 });
+my %shard = %$shards;
+FailoverLedger::load($dir, \%shard, 200);
+my @tenants = FailoverLedger::tenants_of($dir, 's1', 3, 200);
 my $ledger = FailoverLedger->new(dir => $dir, shards => \%shard, tenants => \@tenants);
 $ledger->write(20);
 
@@ -59,9 +36,6 @@ sub start_mover
 							  '--directory', 'orgs', $dir->connstr('postgres') ], '>', \$out, '2>', \$err);
 	return { h => $h, err => \$err };
 }
-
-# Writes while the mover runs until $until (a code ref) is true or 60 s pass.
-
 
 # ---- the source cannot see the fence: bounded, said, given back, resumed ----
 my $m1 = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$tenants[0]', 's2')});
@@ -81,7 +55,7 @@ $shard{s1}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub" ENABLE});
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'the partition heals: the mover finishes');
 is(FailoverLedger::mover_exit($mover), 0, 'with success');
 is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m1"), 'done', 'the migration is done');
-applied();
+$ledger->applied;
 $ledger->write(10);
 $ledger->check('after a partition during a fence');
 
@@ -120,7 +94,7 @@ ok($ledger->write_until($mover, sub {
 	"the mover finishes while the walsender to s1 is killed at its start and every 0.3 s ($kills kills)");
 is(FailoverLedger::mover_exit($mover), 0, 'with success');
 ok($kills >= 1, 'the walsender was killed during the move');
-applied();
+$ledger->applied;
 $ledger->write(10);
 is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_migration WHERE status <> 'done'}), '0', 'every migration is done');
 $ledger->check('after the walsender was killed again and again');
@@ -167,7 +141,7 @@ $shard{s2}->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$sub2" ENABLE});
 $mover = start_mover();
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'mended, a rerun');
 is(FailoverLedger::mover_exit($mover), 0, 'finishes the migration');
-applied();
+$ledger->applied;
 $ledger->check('after a shard refused its replica');
 
 # ---- a role that may read but not claim stops at once ----
@@ -185,5 +159,33 @@ is($status, 1, 'a role without chash_mover cannot move');
 like($err, qr/error: query failed on directory: permission denied for function chash_steps_lease_claim/, 'the error is the server\'s');
 unlike($err, qr/giving up after/, 'it is not retried');
 ok($took < 10, sprintf('it stops at once (%.1f s)', $took));
+
+# ---- a shard that cannot be reached: no claim of a step it is in; an unrelated one is skipped ----
+# s3 owns nothing and no step needs it; its server is down.
+$dir->safe_psql('postgres', q{SELECT chash_add_shard('orgs', 's3', server => 'host=/nonexistent port=1 dbname=postgres')});
+$ledger->applied;
+$shard{s2}->stop;
+my $v5 = $dir->safe_psql('postgres', q{SELECT version FROM chash_directory WHERE name = 'orgs'});
+$mover = start_mover();
+ok($ledger->write_until($mover, sub { ${ $mover->{err} } =~ /cannot be checked/ }), 'the mover cannot check s2, the target');
+like(${ $mover->{err} }, qr/error: shard "s2" cannot be checked against the directory database: it cannot be reached
+.*detail: Steps of migration $m5 move rows from or to it\. None is claimed until it is known that its replica of directory "orgs" is not ahead of the directory database\./,
+	'it says so, naming the migration');
+sleep 2;
+is($dir->safe_psql('postgres', q{SELECT version FROM chash_directory WHERE name = 'orgs'}) . ' '
+	  . $dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m5"),
+	"$v5 pending", 'and claims nothing: the directory is unchanged, the step pending');
+$mover->{h}->signal('TERM');
+FailoverLedger::mover_exit($mover);
+$shard{s2}->start;
+$ledger->applied;
+$mover = start_mover();
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 's2 back, a rerun');
+is(FailoverLedger::mover_exit($mover), 0, 'finishes the migration');
+like(${ $mover->{err} }, qr/warning: shard "s3" was not checked against the directory database: it cannot be reached
+.*detail: No step of migration $m5 moves rows from or to it\./, 'skipping s3, which no step needs, with a warning');
+is($dir->safe_psql('postgres', "SELECT status FROM chash_migration WHERE id = $m5"), 'done', 'the migration is done');
+$ledger->applied;
+$ledger->check('after a shard could not be reached');
 
 done_testing();

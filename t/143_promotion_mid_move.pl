@@ -7,7 +7,11 @@
 #  - mid-copy, to a standby that missed the claim and the fence the shards
 #    applied: chash_directory_reconcile takes them from the shards, the
 #    re-pointed shards follow, the step the old primary's lease held is
-#    released and a rerun finishes it.
+#    released and a rerun finishes it;
+#  - mid-batch, to a caught-up standby that comes up at the old primary's
+#    address: the mover's connection string now leads to another server
+#    (a new timeline); the mover stops naming it, deleting nothing; the
+#    re-pointed shards and a rerun finish the move.
 # Each ends with every acknowledged write exactly once on the shard its
 # tenant routes to, no replication object left and the shards' replicas
 # equal to the directory.
@@ -23,37 +27,14 @@ use FailoverLedger;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
 
-my $dir = new_node('dir1', logical => 1);
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
 # 10 s of silence: the directory database is gone (docs/shards.md, "Failover")
-my %shard = map {
-	$_ => new_node($_, preload => 1, conf => "chash.replica_max_silence = 10\nwal_receiver_timeout = '4s'")
-} qw(s1 s2);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 16);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-});
-for my $name (sort keys %shard)
-{
-	my $c = $shard{$name}->connstr('postgres');
-	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
-	$shard{$name}->safe_psql('postgres', qq{
-        CREATE EXTENSION chash;
-        CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-        SELECT chash_shard_join('orgs', '$name', '$dirconn');
-    });
-}
-sub applied { shard_applied($dir, $_) or die $_->name . ' did not apply the directory' for values %shard }
-applied();
-my @tenants = split /\n/, $dir->safe_psql('postgres',
-	q{SELECT 'org-' || g FROM generate_series(1, 100) g WHERE chash_route('orgs', 'org-' || g) = 's1' LIMIT 3});
+my ($dir, $dirconn, $shards) = FailoverLedger::setup(dir => 'dir1',
+	shard => { preload => 1, conf => "chash.replica_max_silence = 10\nwal_receiver_timeout = '4s'" });
+my %shard = %$shards;
+my @tenants = FailoverLedger::tenants_of($dir, 's1', 3);
 # The second moving tenant is big, so that its copy takes a while.
-$shard{$_}->safe_psql('postgres', qq{
-    INSERT INTO accounts SELECT 'org-' || g, i, 'base'
-      FROM generate_series(1, 100) g, generate_series(1, 5) i WHERE chash_route('orgs', 'org-' || g) = '$_';
-    INSERT INTO accounts SELECT '$tenants[1]', i, repeat('x', 200) FROM generate_series(6, 300000) i WHERE '$_' = 's1'})
-  for sort keys %shard;
+FailoverLedger::load($dir, \%shard, 100);
+$shard{s1}->safe_psql('postgres', qq{INSERT INTO accounts SELECT '$tenants[1]', i, repeat('x', 200) FROM generate_series(6, 300000) i});
 my $loaded = $shard{s1}->safe_psql('postgres', 'SELECT count(*) FROM accounts') + $shard{s2}->safe_psql('postgres', 'SELECT count(*) FROM accounts');
 my $ledger = FailoverLedger->new(dir => $dir, shards => \%shard, tenants => [ @tenants[0, 2] ]);
 $ledger->write(20);
@@ -95,28 +76,9 @@ sub promote
 sub check_end
 {
 	my ($what) = @_;
-	applied();
+	$ledger->applied;
 	$ledger->write(10);
-	$ledger->check($what);
-	my $misplaced = 0;
-	$misplaced += $shard{$_}->safe_psql('postgres', qq{SELECT count(*) FROM accounts WHERE chash_route('orgs', org_id) <> '$_'})
-	  for qw(s1 s2);
-	is($misplaced, 0, "$what: every row is on the shard its tenant routes to");
-	is($shard{s1}->safe_psql('postgres', 'SELECT count(*) FROM accounts WHERE id < 1000000')
-		  + $shard{s2}->safe_psql('postgres', 'SELECT count(*) FROM accounts WHERE id < 1000000'),
-		$loaded, "$what: every loaded row exactly once");
-	my $state = q{SELECT (SELECT version FROM chash_directory WHERE name = 'orgs') || ': '
-        || (SELECT string_agg(tenant || ' ' || shard, ', ' ORDER BY tenant) FROM chash_override) || ' / '
-        || (SELECT string_agg(migration || ':' || step || ' ' || state, ', ' ORDER BY migration, step) FROM chash_migration_step)};
-	my $want = $dir->safe_psql('postgres', $state);
-	is($shard{$_}->safe_psql('postgres', $state), $want, "$what: ${_}'s replica equals the directory") for qw(s1 s2);
-	is($dir->safe_psql('postgres', q{SELECT count(*) || ' ' || count(*) FILTER (WHERE active) FROM pg_replication_slots
-                                      WHERE slot_type = 'logical'}),
-		'2 2', "$what: the directory database has the shards' two slots in use, and no other");
-	is(join(' ', map { $shard{$_}->safe_psql('postgres',
-					q{SELECT (SELECT count(*) FROM pg_subscription) || '/' || (SELECT count(*) FROM pg_publication) || '/' || (SELECT count(*) FROM pg_replication_slots)}) } qw(s1 s2)),
-		'1/0/0 1/0/0', "$what: each shard has its directory subscription only");
-	is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', "$what: no lease is left");
+	$ledger->end_state($what, $loaded);
 	return;
 }
 
@@ -137,7 +99,7 @@ is(FailoverLedger::mover_exit($mover), 1, 'SIGTERM ends it');
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m1"), 'pending', 'the step was given back');
 is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_directory_reconcile()'), '0', 'a caught-up standby has nothing to reconcile');
 $shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
-applied();
+$ledger->applied;
 $mover = start_mover();
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun after the re-points');
 is(FailoverLedger::mover_exit($mover), 0, 'finishes the move');
@@ -168,7 +130,7 @@ like($dir->safe_psql('postgres',
 	qr/^orgs \| t \| 0$/, 'chash_directory_reconcile takes the claim and the fence from the shards');
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m2"), 'fenced', 'the step is fenced here too');
 $shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
-applied();
+$ledger->applied;
 my ($out, $err) = ('', '');
 IPC::Run::run([ 'chash_move', '--directory', 'orgs', $dir->connstr('postgres') ], '>', \$out, '2>', \$err);
 like($err, qr/error: steps of migration $m2 are in flight without a lease: 1 \(.* pid \d+\)/,
@@ -180,5 +142,42 @@ is(FailoverLedger::mover_exit($mover), 0, 'finishes the move');
 is($shard{s1}->safe_psql('postgres', qq{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = '$tenants[1]'}),
 	'0', 'the big tenant left the source');
 check_end('promoted mid-copy');
+
+# ---- mid-batch, the mover's directory connection string comes to lead to the promoted standby ----
+$standby = new_standby();
+my $m3 = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$tenants[2]', 's2')});
+# the mover holds once it has copied the step; the swap comes meanwhile
+$mover = do { local $ENV{CHASH_MOVE_PAUSE_AT} = 'copied:15'; start_mover() };
+ok($ledger->write_until($mover, sub { ${ $mover->{err} } =~ /paused at "copied"/ }), 'the mover copied the step');
+my $rows = sub {
+	join ' ', map { $shard{$_}->safe_psql('postgres', qq{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = '$tenants[2]'}) } qw(s1 s2);
+};
+my $rows_copied = $rows->();
+like($rows_copied, qr/^([1-9]\d*) \1$/, "the step's rows are on both shards ($rows_copied)");
+$dir->wait_for_catchup($standby);
+my $port = $dir->port;
+$dir->stop('immediate');
+$standby->promote;
+$standby->stop;
+$standby->append_conf('postgresql.conf', "port = $port");
+$standby->{_port} = $port;
+$standby->start;
+$dir = $ledger->{dir} = $standby;
+$newconn = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'the mover goes on, on the server its connection string now leads to');
+is(FailoverLedger::mover_exit($mover), 1, 'and stops');
+like(${ $mover->{err} }, qr/error: the directory database changed during (step 1 of )?migration $m3: it was server (\d+):(\d+) and is server \2:(\d+) now
+.*detail: Its system identifier or timeline changed: a standby was promoted, or the connection string leads elsewhere\. Nothing was (deleted|claimed)/,
+	'naming the change of server: another timeline');
+is($rows->(), $rows_copied, 'nothing was deleted on either shard');
+is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m3"), 'fenced', 'the step is still fenced');
+is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_directory_reconcile()'), '0', 'a caught-up standby has nothing to reconcile');
+$shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
+$ledger->applied;
+$mover = start_mover();
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 're-pointed, a rerun takes the step over');
+is(FailoverLedger::mover_exit($mover), 0, 'and finishes the move');
+is($rows->(), '0 ' . (split / /, $rows_copied)[0], 'the tenant left the source');
+check_end('the directory connection led to a promoted standby mid-batch');
 
 done_testing();

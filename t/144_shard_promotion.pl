@@ -8,7 +8,7 @@
 # rerun's verification finds the copy missing and gives the step back
 # with the rows on the source, the next run moves it.  The old primary,
 # restarted, cannot take the directory slot from the promoted shard and
-# refuses writes (SH002), saying why.
+# refuses writes (SH003), saying why.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -20,37 +20,14 @@ use ChashTest;
 use FailoverLedger;
 use IPC::Run;
 
-my $dir = new_node('directory', logical => 1);
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
 my $conf = "chash.replica_max_silence = 10\nwal_receiver_timeout = '4s'";
-my %shard = (s1 => new_node('s1', preload => 1, conf => $conf), s2 => new_node('s2', preload => 1, logical => 1, conf => $conf));
+my ($dir, $dirconn, $shards) = FailoverLedger::setup(shard => { preload => 1, conf => $conf }, s2 => { logical => 1 });
+my %shard = %$shards;
 create_sql_helpers(values %shard);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 16);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
-});
-for my $name (sort keys %shard)
-{
-	my $c = $shard{$name}->connstr('postgres');
-	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$name', server => \$\$$c\$\$)});
-	$shard{$name}->safe_psql('postgres', qq{
-        CREATE EXTENSION chash;
-        CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-        SELECT chash_shard_join('orgs', '$name', '$dirconn');
-    });
-}
-sub applied { shard_applied($dir, $_) or die $_->name . ' did not apply the directory' for values %shard }
-applied();
-$shard{$_}->safe_psql('postgres', qq{
-    INSERT INTO accounts SELECT 'org-' || g, i, 'base'
-      FROM generate_series(1, 100) g, generate_series(1, 5) i WHERE chash_route('orgs', 'org-' || g) = '$_'})
-  for sort keys %shard;
-my $loaded = $shard{s1}->safe_psql('postgres', 'SELECT count(*) FROM accounts') + $shard{s2}->safe_psql('postgres', 'SELECT count(*) FROM accounts');
+my $loaded = FailoverLedger::load($dir, \%shard, 100);
 # The client writes tenants of s1 only: no write acknowledged on s2 can be
 # lost with its asynchronous standby (that loss would be the application's).
-my @tenants = split /\n/, $dir->safe_psql('postgres',
-	q{SELECT 'org-' || g FROM generate_series(1, 100) g WHERE chash_route('orgs', 'org-' || g) = 's1' LIMIT 3});
+my @tenants = FailoverLedger::tenants_of($dir, 's1', 3);
 my $moving = $tenants[0];
 my $ledger = FailoverLedger->new(dir => $dir, shards => \%shard, tenants => \@tenants);
 $ledger->write(20);
@@ -102,7 +79,7 @@ $dir->safe_psql('postgres', qq{SELECT pg_drop_replication_slot('$sub')});
 $standby->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$dirconn')});
 my $c = $standby->connstr('postgres');
 $dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', 's2', server => \$\$$c\$\$)});
-applied();
+$ledger->applied;
 is($standby->safe_psql('postgres', q{SELECT concat_ws(' | ', streaming, refusal IS NULL, synced, guarded_tables) FROM chash_shard_status}),
 	't | t | t | {public.accounts}', 'the promoted shard streams, is vouched for and guarded');
 $ledger->write(10);
@@ -117,7 +94,7 @@ is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE mig
 ($status, $err) = mover();
 is($status, 0, 'the next run moves the step');
 is($count->($standby), $on_source, 'to the promoted shard');
-applied();
+$ledger->applied;
 $ledger->write(20);
 
 # ---- the old primary comes back ----
@@ -125,36 +102,18 @@ $old_s2->start;
 ok($old_s2->poll_query_until('postgres', q{SELECT refusal IS NOT NULL FROM chash_shard_status}),
 	'the restarted old primary cannot vouch for its replica');
 like($old_s2->safe_psql('postgres', qq{SELECT message_of(\$\$INSERT INTO accounts VALUES ('$moving', 1000, 'x')\$\$)}),
-	qr/^SH002: shard "s2" cannot vouch for tenant "\Q$moving\E" of directory "orgs" \/ (No apply worker of subscription "\Q$sub\E" is running|Subscription "\Q$sub\E" has received nothing)/,
-	'and refuses a write of the tenant it had (SH002), saying why');
+	qr/^SH003: shard "s2" cannot vouch for tenant "\Q$moving\E" of directory "orgs" \/ (No apply worker of subscription "\Q$sub\E" is running|Subscription "\Q$sub\E" has received nothing)/,
+	'and refuses a write of the tenant it had (SH003), saying why');
 like(slurp_file($old_s2->logfile), qr/replication slot "\Q$sub\E" is active for PID \d+/,
 	'its subscription cannot take the slot: the promoted shard holds it');
 ok($standby->poll_query_until('postgres', q{SELECT streaming AND refusal IS NULL FROM chash_shard_status}),
 	'the promoted shard keeps streaming');
 $dir->safe_psql('postgres', qq{SELECT chash_pin('orgs', 'late', 's2')});
-applied();
+$ledger->applied;
 $ledger->write(10);
 $old_s2->stop;
 
 # ---- the end state ----
-$ledger->check('after the target was promoted mid-move');
-my $misplaced = 0;
-$misplaced += $shard{$_}->safe_psql('postgres', qq{SELECT count(*) FROM accounts WHERE chash_route('orgs', org_id) <> '$_'})
-  for qw(s1 s2);
-is($misplaced, 0, 'every row is on the shard its tenant routes to');
-is($shard{s1}->safe_psql('postgres', 'SELECT count(*) FROM accounts WHERE id < 1000000')
-	  + $standby->safe_psql('postgres', 'SELECT count(*) FROM accounts WHERE id < 1000000'),
-	$loaded, 'every loaded row exactly once');
-my $state = q{SELECT (SELECT version FROM chash_directory WHERE name = 'orgs') || ': '
-    || (SELECT string_agg(tenant || ' ' || shard, ', ' ORDER BY tenant) FROM chash_override) || ' / '
-    || (SELECT string_agg(migration || ':' || step || ' ' || state, ', ' ORDER BY migration, step) FROM chash_migration_step)};
-my $want = $dir->safe_psql('postgres', $state);
-is($shard{$_}->safe_psql('postgres', $state), $want, "${_}'s replica equals the directory") for qw(s1 s2);
-is($dir->safe_psql('postgres', q{SELECT count(*) || ' ' || count(*) FILTER (WHERE active) FROM pg_replication_slots}), '2 2',
-	'the directory database has the shards\' two slots in use, and no other');
-is(join(' ', map { $shard{$_}->safe_psql('postgres',
-				q{SELECT (SELECT count(*) FROM pg_subscription) || '/' || (SELECT count(*) FROM pg_publication) || '/' || (SELECT count(*) FROM pg_replication_slots)}) } qw(s1 s2)),
-	'1/0/0 1/0/0', 'each shard has its directory subscription only');
-is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
+$ledger->end_state('the target promoted mid-move', $loaded);
 
 done_testing();

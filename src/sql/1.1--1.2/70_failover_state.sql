@@ -8,7 +8,8 @@
 -- comes again: the directory database it follows is another one, a
 -- promoted standby that missed versions).  chash_shard_refusal_reason
 -- says why the replica cannot be vouched for; the guard refuses writes
--- then (SH002, chash.fail_closed) and chash_shard_status shows it.
+-- then (chash.fail_closed; SH002 when it lasts until a DBA mends it, SH003
+-- when it ends by itself) and chash_shard_status shows it.
 -- ---------------------------------------------------------------------------
 
 -- On the directory database, every version also records the server that
@@ -141,11 +142,22 @@ CREATE TRIGGER chash_replica_change_check BEFORE INSERT ON @extschema@.chash_dir
     FOR EACH ROW EXECUTE FUNCTION @extschema@.chash_replica_change_check();
 ALTER TABLE @extschema@.chash_directory_change ENABLE REPLICA TRIGGER chash_replica_change_check;
 
--- Why this shard cannot vouch for its replica of the directory, or NULL.
--- max_silence (seconds, 0: no bound) is chash.replica_max_silence.
-CREATE FUNCTION @extschema@.chash_shard_refusal_reason(directory text, max_silence int) RETURNS text
+-- Why this shard cannot vouch for its replica of the directory, or NULLs,
+-- and the refusal's SQLSTATE: SH002 when it lasts until a DBA mends it
+-- (another history: chash_directory_reconcile and chash_shard_repoint;
+-- the subscription gone: a join), SH003 when it ends by itself once the
+-- replica follows again (disabled, no apply worker, silent: a partition,
+-- a directory server down).  max_silence (seconds, 0: no bound) is
+-- chash.replica_max_silence.
+CREATE FUNCTION @extschema@.chash_shard_refusal_reason(directory text, max_silence int, OUT code text, OUT reason text)
     LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT CASE
+    SELECT CASE WHEN r.reason IS NULL THEN NULL WHEN r.lasting THEN 'SH002' ELSE 'SH003' END, r.reason
+    FROM @extschema@.chash_shard_member m
+    LEFT JOIN pg_subscription s ON s.subname = m.subscription
+          AND s.subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+    LEFT JOIN pg_stat_subscription st ON st.subid = s.oid AND st.relid IS NULL
+    LEFT JOIN @extschema@.chash_shard_origin o ON o.subscription = m.subscription
+    CROSS JOIN LATERAL (SELECT CASE
         WHEN m.subscription IS NULL THEN NULL
         WHEN s.oid IS NULL THEN format('Its subscription "%s" does not exist.', m.subscription)
         WHEN o.diverged IS NOT NULL THEN
@@ -157,22 +169,23 @@ CREATE FUNCTION @extschema@.chash_shard_refusal_reason(directory text, max_silen
                                   OR st.last_msg_receipt_time < pg_catalog.clock_timestamp() - make_interval(secs => max_silence)) THEN
             format('Subscription "%s" has received nothing from the directory database for more than %s s (chash.replica_max_silence).',
                    m.subscription, max_silence)
-    END
-    FROM @extschema@.chash_shard_member m
-    LEFT JOIN pg_subscription s ON s.subname = m.subscription
-          AND s.subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-    LEFT JOIN pg_stat_subscription st ON st.subid = s.oid AND st.relid IS NULL
-    LEFT JOIN @extschema@.chash_shard_origin o ON o.subscription = m.subscription
+        END AS reason,
+        m.subscription IS NOT NULL AND (s.oid IS NULL OR o.diverged IS NOT NULL) AS lasting) r
     WHERE m.directory = chash_shard_refusal_reason.directory
 $$;
 COMMENT ON FUNCTION @extschema@.chash_shard_refusal_reason(text, int) IS
-    'internal: why this shard cannot vouch for its replica of the directory (another history, its subscription gone or disabled, silent for longer than max_silence seconds), NULL when it can';
+    'internal: why this shard cannot vouch for its replica of the directory (another history, its subscription gone or disabled, silent for longer than max_silence seconds), NULL when it can, with the refusal''s SQLSTATE (SH002 lasting, SH003 transient)';
 
 CREATE FUNCTION @extschema@.chash_shard_refusal(directory text) RETURNS text
     AS 'MODULE_PATHNAME', 'chash_shard_refusal'
     LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION @extschema@.chash_shard_refusal(text) IS
-    'why this shard cannot vouch for its replica of the directory (with chash.fail_closed on its guards refuse writes, SH002), NULL when it can';
+    'why this shard cannot vouch for its replica of the directory (with chash.fail_closed on its guards refuse writes, SH002 or SH003), NULL when it can';
+CREATE FUNCTION @extschema@.chash_shard_refusal_code(directory text) RETURNS text
+    AS 'MODULE_PATHNAME', 'chash_shard_refusal_code'
+    LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION @extschema@.chash_shard_refusal_code(text) IS
+    'the SQLSTATE of this shard''s refusal (chash_shard_refusal): SH002 until a DBA mends the replica, SH003 until it follows again; NULL when it can vouch for it';
 REVOKE ALL ON FUNCTION @extschema@.chash_replica_note_divergence(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@.chash_shard_refusal_reason(text, int) FROM PUBLIC;
 
@@ -202,7 +215,8 @@ SELECT m.directory,
             ELSE coalesce(s.subenabled AND st.pid IS NOT NULL, false)
        END AS streaming,
        @extschema@.chash_shard_refusal(m.directory) AS refusal,
-       @extschema@.chash_stats_tracking() AS stats_tracked
+       @extschema@.chash_stats_tracking() AS stats_tracked,
+       @extschema@.chash_shard_refusal_code(m.directory) AS refusal_code
 FROM @extschema@.chash_shard_member m
 LEFT JOIN @extschema@.chash_directory d ON d.name = m.directory
 LEFT JOIN pg_subscription s ON s.subname = m.subscription
@@ -221,4 +235,4 @@ CROSS JOIN LATERAL (
     FROM @extschema@.chash_table x WHERE x.directory = m.directory
 ) t;
 COMMENT ON VIEW @extschema@.chash_shard_status IS
-    'per joined directory: shard, subscription, replicated version, initial copy done, lag, registered tables present, missing and guarded here; the directory database''s identity as recorded, a divergence seen, whether the replica streams, and why the shard cannot vouch for it (refusal); whether load statistics are counted';
+    'per joined directory: shard, subscription, replicated version, initial copy done, lag, registered tables present, missing and guarded here; the directory database''s identity as recorded, a divergence seen, whether the replica streams, and why the shard cannot vouch for it (refusal); whether load statistics are counted; the refusal''s SQLSTATE (refusal_code: SH002 lasting, SH003 transient)';

@@ -53,6 +53,7 @@ DECLARE
         'chash_guard_sync', 'chash_unguard', 'chash_statement_check_active',
         -- failover (docs/shards.md, "Failover")
         'chash_shard_repoint', 'chash_directory_reconcile', 'chash_shard_refusal', 'chash_server_identity',
+        'chash_shard_refusal_code',
         -- load statistics (docs/load.md)
         'chash_slot_stats', 'chash_tenant_stats', 'chash_stats_reset', 'chash_stats_tracking',
         'chash_collect', 'chash_suggest_pins', 'chash_shard_sizes',
