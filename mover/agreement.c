@@ -115,22 +115,26 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 	 * A commit reaches the shards' replicas (its WAL is flushed and sent,
 	 * and a synchronous subscriber's wait ends) a moment before the
 	 * directory's own new snapshots see it, so a replica one commit ahead
-	 * is read again for a while before it counts as a disagreement.
+	 * is read again for a while before it counts as a disagreement.  One
+	 * index probe per step of the batch (OFFSET 0 keeps it a probe): a join
+	 * ordered by the step index walked every step of the migration against
+	 * the whole list, 0.6-1.3 s for a batch of 1,600 of 5,461 steps.
 	 */
 	agree_sql = format_text(
 		"SELECT d.version, %1$s.chash_server_identity(), x.step, x.here, x.there "
 		"  FROM %1$s.chash_directory d "
 		"  LEFT JOIN LATERAL ("
-		"       SELECT s.step, s.state AS here, r.state AS there "
+		"       SELECT r.step, s.state AS here, r.state AS there "
 		"         FROM ROWS FROM (pg_catalog.unnest($3::pg_catalog.int4[]), pg_catalog.unnest($4::pg_catalog.text[])) r(step, state) "
-		"         JOIN %1$s.chash_migration_step s ON s.migration = $2::pg_catalog.int8 AND s.step = r.step "
+		"         JOIN LATERAL (SELECT s.state FROM %1$s.chash_migration_step s "
+		"                        WHERE s.migration = $2::pg_catalog.int8 AND s.step = r.step OFFSET 0) s ON true "
 		"        WHERE CASE WHEN s.state = 'cancelled' THEN r.state = 'done' "
 		"                   WHEN r.state = 'cancelled' THEN true "
 		"                   WHEN r.state = 'done' THEN s.state <> 'done' "
 		"                   WHEN $5::pg_catalog.int8 < d.version THEN false "
 		"                   ELSE pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], r.state) "
 		"                      > pg_catalog.array_position('{pending,copying,fenced,done}'::pg_catalog.text[], s.state) END "
-		"        ORDER BY s.step LIMIT 1) x ON true "
+		"        ORDER BY r.step LIMIT 1) x ON true "
 		" WHERE d.name = $1", dir->schema);
 	for (int attempt = 0;; attempt++)
 	{

@@ -1156,13 +1156,19 @@ online_wait_applied(Server *src, Server *tgt, int step, int ntables)
 	return ok;
 }
 
-/* Drops the decoding filter named so there, if chash there has them. */
+/*
+ * Drops the decoding filter named so there, if chash there has them and
+ * the mover may: a role that may not drop a filter could not have made
+ * one (a blocking move by a non-superuser never does).
+ */
 static bool
 filter_drop(Server *server, const char *name)
 {
 	const char *params[1] = {name};
 	char	   *sql = format_text("SELECT %1$s.chash_decoding_filter_drop($1) "
-								  " WHERE pg_catalog.to_regclass('%1$s.chash_decoding_filter') IS NOT NULL", server->schema);
+								  " WHERE pg_catalog.has_table_privilege(pg_catalog.to_regclass('%1$s.chash_decoding_filter'), 'DELETE')"
+								  " AND pg_catalog.has_function_privilege(pg_catalog.to_regprocedure('%1$s.chash_decoding_filter_drop(text)'), 'EXECUTE')",
+								  server->schema);
 	PGresult   *res = query(server, sql, 1, params);
 
 	free(sql);
