@@ -32,3 +32,18 @@ batch_describe(const Batch *batch)
 	return format_text("steps %d-%d (a batch of %d)", batch->steps[0], batch->steps[batch->nsteps - 1],
 					   batch->nsteps);
 }
+
+/* "{fenced,done}": a set of step states (STEP_STATE) as the text[] literal the SQL compares with */
+char *
+step_states_literal(unsigned states)
+{
+	char	   *names = format_text("%s", "");
+	char	   *literal;
+
+	for (int s = 0; s < state_count(STATE_STEP); s++)
+		if (states & STEP_STATE(s))
+			names = text_append(names, names[0] ? "," : "", state_name(STATE_STEP, s));
+	literal = format_text("{%s}", names);
+	free(names);
+	return literal;
+}

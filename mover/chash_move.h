@@ -56,6 +56,7 @@ extern char *conninfo_of_server(const char *server);
 extern char *escape_literal(PGconn *conn, const char *s);
 extern char *escape_identifier(PGconn *conn, const char *s);
 extern char *format_text(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+extern char *text_append(char *list, const char *sep, const char *item);
 extern void server_rollback(Server *server);
 
 /* ---- shards.c: the shards this job talks to, one connection each ---- */
@@ -191,12 +192,16 @@ extern void *lease_keeper(void *arg);
 extern void lease_totals(Server *dir);
 extern void lease_hold(const Batch *batch);
 extern void lease_unhold(const Batch *batch);
-extern bool lease_lock(Server *dir, const Batch *batch, const char *states);
+extern bool lease_lock(Server *dir, const Batch *batch, unsigned states);
 extern bool lease_unlock(Server *dir, bool commit);
 
 /* ---- batch.c ---- */
 extern void batch_free(Batch *batch);
 extern char *batch_describe(const Batch *batch);
+
+/* a set of step states (src/core/states.h): STEP_STATE(STEP_FENCED) | STEP_STATE(STEP_DONE) */
+#define STEP_STATE(s) (1u << (s))
+extern char *step_states_literal(unsigned states);
 
 /* ---- agreement.c: whether a shard agrees with the directory database ---- */
 #define DIR_IDENTITY_SIZE 80
@@ -208,7 +213,7 @@ extern bool shards_agree(Server *dir, Server *src, Server *tgt, const Batch *bat
 
 /* ---- wait_fence.c: the waits for the shards at a fence or a completion ---- */
 extern bool wait_fence(Server *dir, Server *src, const Batch *batch);
-extern bool wait_replica(Server *dir, Server *server, const Batch *batch, const char *states, const char *what);
+extern bool wait_replica(Server *dir, Server *server, const Batch *batch, unsigned states, const char *what);
 
 /* ---- crash_point.c ---- */
 extern void crash_point(const char *point);

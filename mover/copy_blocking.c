@@ -147,7 +147,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 	if (v == VERDICT_SAME)
 	{
 		/* commit the copy only while the steps are still ours */
-		if (!lease_lock(dir, batch, "{fenced}"))
+		if (!lease_lock(dir, batch, STEP_STATE(STEP_FENCED)))
 			v = VERDICT_ERROR;
 		else if (!command(tgt, "COMMIT"))
 		{

@@ -27,10 +27,10 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 
 	/* the directory server the batch's shards agreed with, in this thread too */
 	memcpy(dir_identity, f->identity, sizeof(dir_identity));
-	if (!wait_replica(dir, src, b, "{done}", "completion"))
+	if (!wait_replica(dir, src, b, STEP_STATE(STEP_DONE), "completion"))
 		return false;
 	t_applied = now_seconds();
-	if (!lease_lock(dir, b, "{done}"))
+	if (!lease_lock(dir, b, STEP_STATE(STEP_DONE)))
 		return false;
 	if (!shards_agree(dir, src, tgt, b))
 	{

@@ -406,15 +406,20 @@ lease_keeper(void *arg)
  * takeover or a completion by another mover (both need that row).
  */
 bool
-lease_lock(Server *dir, const Batch *batch, const char *states)
+lease_lock(Server *dir, const Batch *batch, unsigned states)
 {
 	char	   *id = format_text("%lld", migration.id);
-	const char *params[4] = {id, batch->step_list, migration.holder, states};
+	char	   *names = step_states_literal(states);
+	const char *params[4] = {id, batch->step_list, migration.holder, names};
 	PGresult   *res;
 	bool		ok;
 
 	if (!server_open(dir) || !command(dir, "BEGIN"))
+	{
+		free(id);
+		free(names);
 		return false;
+	}
 	res = query(dir, format_text("SELECT %1$s.chash_steps_lease_check($1, $2::int[], $3) IS NOT NULL "
 								 "   AND (SELECT pg_catalog.count(*) = pg_catalog.cardinality($2::int[]) "
 								 "               AND pg_catalog.bool_and(s.state = ANY ($4::text[])) "
@@ -424,6 +429,7 @@ lease_lock(Server *dir, const Batch *batch, const char *states)
 	ok = res != NULL && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
 	PQclear(res);
 	free(id);
+	free(names);
 	if (!ok)
 		server_rollback(dir);
 	return ok;

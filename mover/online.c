@@ -199,12 +199,7 @@ table_list(TableInfo *tables, int ntables)
 	char	   *list = format_text("%s", "");
 
 	for (int i = 0; i < ntables; i++)
-	{
-		char	   *longer = format_text("%s%s%s", list, i ? ", " : "", tables[i].table_name);
-
-		free(list);
-		list = longer;
-	}
+		list = text_append(list, i ? ", " : "", tables[i].table_name);
 	return list;
 }
 
@@ -1093,6 +1088,7 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables, OnlineCop
 		int			state = subscription_state(tgt, name, ntables);
 		PGresult   *res;
 		double		start;
+		double		lag;
 
 		if (state < 0)
 		{
@@ -1118,9 +1114,11 @@ online_wait_caught_up(Server *src, Server *tgt, int step, int ntables, OnlineCop
 		start = now_seconds();
 		ok = wait_slot(src, tgt, name, PQgetvalue(res, 0, 0), ntables);
 		PQclear(res);
+		lag = now_seconds() - start;
+		/* read after the lag is taken: the tallies' reading is no lag of the target's */
 		if (ok == 1 && copy != NULL)
 			tally_read(copy);
-		if (ok != 1 || now_seconds() - start < 0.1)
+		if (ok != 1 || lag < 0.1)
 			break;
 		ok = 0;
 		if (now_seconds() >= next_say)

@@ -54,7 +54,7 @@ static void
 give_back(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target,
 		  const Batch *batch)
 {
-	if (!lease_lock(dir, batch, "{copying,fenced}"))
+	if (!lease_lock(dir, batch, STEP_STATE(STEP_COPYING) | STEP_STATE(STEP_FENCED)))
 		return;					/* not ours any more, or done */
 	/* never the target's rows while a shard says the target may own them */
 	if (tgt == NULL || !server_open(tgt) || !shard_agrees(dir, tgt, batch, dir_identity, sizeof(dir_identity))
@@ -133,7 +133,7 @@ phase_cancelled(Move *m)
 {
 	if (m->batch->state != STEP_CANCELLED)
 		return PHASE_NEXT;
-	if (!lease_lock(m->dir, m->batch, "{cancelled}"))
+	if (!lease_lock(m->dir, m->batch, STEP_STATE(STEP_CANCELLED)))
 		return PHASE_RETRY;
 	if (!shards_agree(m->dir, m->src, m->tgt, m->batch))
 	{
@@ -207,9 +207,9 @@ phase_wait(Move *m)
 	if (!in_flight(m))
 		return PHASE_NEXT;
 	if (src->has_wait_fence ? !wait_fence(m->dir, src, m->batch)
-		: !wait_replica(m->dir, src, m->batch, "{fenced,done}", "fence"))
+		: !wait_replica(m->dir, src, m->batch, STEP_STATE(STEP_FENCED) | STEP_STATE(STEP_DONE), "fence"))
 		return PHASE_GIVE_BACK;
-	if (!wait_replica(m->dir, m->tgt, m->batch, "{fenced,done}", "fence"))
+	if (!wait_replica(m->dir, m->tgt, m->batch, STEP_STATE(STEP_FENCED) | STEP_STATE(STEP_DONE), "fence"))
 		return PHASE_GIVE_BACK;
 	if (stop_requested)
 		return PHASE_GIVE_BACK;

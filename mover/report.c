@@ -39,6 +39,16 @@ format_text(const char *fmt,...)
 	return s;
 }
 
+/* list with sep and item after it, in a new text; list (malloc'd) freed */
+char *
+text_append(char *list, const char *sep, const char *item)
+{
+	char	   *longer = format_text("%s%s%s", list, sep, item);
+
+	free(list);
+	return longer;
+}
+
 void
 report(const char *level, const char *fmt,...)
 {

@@ -174,12 +174,7 @@ columns_signature(const TableInfo *tables, int ntables)
 	char	   *out = format_text("%s", "");
 
 	for (int i = 0; i < ntables; i++)
-	{
-		char	   *longer = format_text("%s%s%s", out, i ? "\n" : "", tables[i].typed_columns);
-
-		free(out);
-		out = longer;
-	}
+		out = text_append(out, i ? "\n" : "", tables[i].typed_columns);
 	return out;
 }
 

