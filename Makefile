@@ -92,8 +92,12 @@ $(OBJS) $(OBJS:.o=.bc): $(wildcard src/*.h src/core/*.h)
 $(EXTENSION)--1.0--1.1.sql: $(sort $(wildcard src/sql/1.0--1.1/*.sql))
 	cat $^ > $@
 
-$(EXTENSION)--1.1--1.2.sql: $(sort $(wildcard src/sql/1.1--1.2/*.sql))
-	cat $^ > $@
+# From 1.2 on, a function is defined once per version, in
+# src/sql/functions/<name>/<version>.sql, and the version's concept files
+# include it with psql's "\ir" (src/sql/README.md); scripts/sql-assemble
+# expands the includes, since an extension script cannot.
+$(EXTENSION)--1.1--1.2.sql: $(sort $(wildcard src/sql/1.1--1.2/*.sql)) $(wildcard src/sql/functions/*/1.2.sql) scripts/sql-assemble
+	scripts/sql-assemble $(sort $(wildcard src/sql/1.1--1.2/*.sql)) > $@
 
 # The released scripts must not change, and the control file must name the
 # newest version.
@@ -102,6 +106,10 @@ check-release:
 		|| { echo "$(EXTENSION)--1.0.sql differs from the released 1.0"; exit 1; }
 	@test "$$(cat $(sort $(wildcard src/sql/1.0--1.1/*.sql)) | sha256sum | cut -d' ' -f1)" = "$(RELEASED_1_1_SHA256)" \
 		|| { echo "src/sql/1.0--1.1/ differs from the released 1.1"; exit 1; }
+	@! grep -il '^CREATE \(OR REPLACE \)\?FUNCTION' src/sql/1.1--1.2/*.sql \
+		|| { echo "the files above define functions: they belong in src/sql/functions/<name>/1.2.sql"; exit 1; }
+	@for f in src/sql/functions/*/*.sql; do grep -q "^\\\\ir \.\./functions/$$(basename $$(dirname $$f))/$$(basename $$f)$$" src/sql/*--$$(basename $$f .sql)/*.sql \
+		|| { echo "$$f is included by no upgrade script"; exit 1; }; done
 	@grep -q "^default_version = '$(EXTVERSION)'$$" $(EXTENSION).control \
 		|| { echo "$(EXTENSION).control does not default to $(EXTVERSION)"; exit 1; }
 

@@ -3,17 +3,9 @@
 -- servers"): every role that reads the directory, every shard and an
 -- online move's target read it.  src/shard_server.c.
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION @extschema@.chash_server_has_password(server text) RETURNS boolean
-    AS 'MODULE_PATHNAME', 'chash_server_has_password'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION @extschema@.chash_server_has_password(text) IS
-    'internal: whether libpq would find a password in the connection string (password=..., or user:password@ in a URI)';
+\ir ../functions/chash_server_has_password/1.2.sql
 
-CREATE FUNCTION @extschema@.chash_shard_server_check() RETURNS trigger
-    AS 'MODULE_PATHNAME', 'chash_shard_server_check'
-    LANGUAGE C;
-COMMENT ON FUNCTION @extschema@.chash_shard_server_check() IS
-    'trigger: refuses a shard server (connection string) that contains a password (22023)';
+\ir ../functions/chash_shard_server_check/1.2.sql
 CREATE TRIGGER chash_shard_server_check BEFORE INSERT OR UPDATE OF server ON @extschema@.chash_shard
     FOR EACH ROW EXECUTE FUNCTION @extschema@.chash_shard_server_check();
 

@@ -4,11 +4,4 @@
 -- functions' chash_migration_lock_directory is that lock, not a copy of it.
 -- ---------------------------------------------------------------------------
 
-CREATE OR REPLACE FUNCTION @extschema@.chash_migration_lock_directory(directory text) RETURNS void
-    LANGUAGE plpgsql VOLATILE
-    SET search_path = pg_catalog, pg_temp
-    AS $$
-BEGIN
-    PERFORM @extschema@.chash_directory_row($1);
-END
-$$;
+\ir ../functions/chash_migration_lock_directory/1.2.sql

@@ -1,0 +1,42 @@
+-- On a shard: the rows and bytes of each tenant of the directory's
+-- registered tables held here (bytes as chash_measure_tenants counts
+-- them).  SECURITY DEFINER: the collector's role on the shard reads no
+-- tenant table, it gets sizes only.
+CREATE FUNCTION @extschema@.chash_shard_sizes(directory text)
+    RETURNS TABLE (tenant text, slot int, rows bigint, bytes bigint)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    kt text;
+    parts text[] := '{}';
+    t record;
+BEGIN
+    IF directory IS NULL THEN
+        RAISE EXCEPTION 'directory must not be null' USING ERRCODE = '22004';
+    END IF;
+    SELECT d.key_type INTO kt FROM @extschema@.chash_directory d WHERE d.name = $1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'directory "%" does not exist', @extschema@.chash_message_text($1)
+            USING ERRCODE = '42704';
+    END IF;
+    FOR t IN SELECT x.table_name, x.tenant_column FROM @extschema@.chash_table x
+              WHERE x.directory = $1 AND to_regclass(x.table_name) IS NOT NULL
+              ORDER BY x.table_name
+    LOOP
+        parts := parts || format(
+            'SELECT @extschema@.chash_tenant_canonical(%L, (r.%I)::text) AS tenant,
+                    pg_catalog.count(*) AS n, pg_catalog.sum(pg_catalog.pg_column_size(r.*)) AS b
+               FROM %s r WHERE r.%I IS NOT NULL GROUP BY 1',
+            kt, t.tenant_column, t.table_name, t.tenant_column);
+    END LOOP;
+    IF cardinality(parts) = 0 THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE format(
+        'SELECT u.tenant, @extschema@.chash_slot($1, u.tenant), pg_catalog.sum(u.n)::bigint, pg_catalog.sum(u.b)::bigint
+           FROM (%s) u GROUP BY u.tenant ORDER BY u.tenant',
+        array_to_string(parts, ' UNION ALL ')) USING $1;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_shard_sizes(text) IS
+    'on a shard: rows and bytes of each tenant of a directory''s registered tables held here, with its slot';

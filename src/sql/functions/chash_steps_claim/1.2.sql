@@ -1,0 +1,81 @@
+-- Claims a batch: the first pending step, and after it, in step order,
+-- pending steps of the same shard pair and kind, up to max_steps (and
+-- chash_steps_max()).  With max_rows or max_bytes, the steps' sizes are
+-- estimated from chash_tenant_size (tenants without a size count as
+-- nothing; a slot step's pinned tenants do not move with it) and the batch
+-- ends before the step that would exceed a bound; the first step is
+-- claimed whatever its size.
+CREATE FUNCTION @extschema@.chash_steps_claim(migration bigint, max_steps int,
+                                              max_rows bigint DEFAULT NULL, max_bytes bigint DEFAULT NULL)
+    RETURNS TABLE (step int, slot int, tenant text, from_shard text, to_shard text)
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
+    AS $$
+#variable_conflict use_column
+DECLARE
+    dir text;
+    st text;
+    first record;
+    chosen int[];
+BEGIN
+    PERFORM @extschema@.chash_require(ARRAY['migration', 'max_steps'], ARRAY[$1 IS NULL, $2 IS NULL]);
+    IF $2 < 1 OR $3 < 1 OR $4 < 1 THEN
+        RAISE EXCEPTION '% must be positive',
+                CASE WHEN $2 < 1 THEN 'max_steps' WHEN $3 < 1 THEN 'max_rows' ELSE 'max_bytes' END
+            USING ERRCODE = '22023';
+    END IF;
+    dir := @extschema@.chash_migration_lock($1);
+    SELECT m.status INTO st FROM @extschema@.chash_migration m WHERE m.id = $1 FOR KEY SHARE;
+    IF st <> 'running' THEN
+        RETURN;                 -- nothing left to claim: the worker stops
+    END IF;
+    SELECT p.step, p.from_shard, p.to_shard, p.slot IS NULL AS by_tenant INTO first
+      FROM @extschema@.chash_migration_step p
+     WHERE p.migration = $1 AND p.state = 'pending'
+     ORDER BY p.step LIMIT 1
+       FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    WITH candidate AS MATERIALIZED (
+        SELECT p.step, p.slot, p.tenant FROM @extschema@.chash_migration_step p
+         WHERE p.migration = $1 AND p.state = 'pending' AND p.step >= first.step
+           AND p.from_shard = first.from_shard AND p.to_shard = first.to_shard
+           AND (p.slot IS NULL) = first.by_tenant
+         ORDER BY p.step LIMIT least($2, @extschema@.chash_steps_max())
+           FOR UPDATE SKIP LOCKED
+    ), slot_size AS (
+        -- the sizes only when a bound asks for them: one pass over the
+        -- directory's sized tenants
+        SELECT @extschema@.chash_slot(dir, t.tenant) AS slot,
+               pg_catalog.sum(t.rows) AS rows, pg_catalog.sum(t.bytes) AS bytes
+          FROM @extschema@.chash_tenant_size t
+         WHERE ($3 IS NOT NULL OR $4 IS NOT NULL) AND NOT first.by_tenant AND t.directory = dir
+           AND NOT EXISTS (SELECT FROM @extschema@.chash_override o
+                            WHERE o.directory = dir AND o.tenant = t.tenant)
+         GROUP BY 1
+    ), estimate AS (
+        SELECT c.step,
+               pg_catalog.sum(COALESCE(z.rows, y.rows, 0)) OVER w AS rows_so_far,
+               pg_catalog.sum(COALESCE(z.bytes, y.bytes, 0)) OVER w AS bytes_so_far,
+               pg_catalog.row_number() OVER w AS n
+          FROM candidate c
+          LEFT JOIN slot_size z ON z.slot = c.slot
+          LEFT JOIN @extschema@.chash_tenant_size y
+                 ON ($3 IS NOT NULL OR $4 IS NOT NULL) AND y.directory = dir AND y.tenant = c.tenant
+        WINDOW w AS (ORDER BY c.step)
+    )
+    SELECT array_agg(e.step ORDER BY e.step) INTO chosen FROM estimate e
+     WHERE e.n = 1 OR ((e.rows_so_far <= $3 OR $3 IS NULL) AND (e.bytes_so_far <= $4 OR $4 IS NULL));
+    RETURN QUERY
+        UPDATE @extschema@.chash_migration_step s
+           SET state = 'copying', started_at = pg_catalog.now(),
+               claimed_by = pg_catalog.concat_ws(' ',
+                   NULLIF(pg_catalog.current_setting('application_name'), ''),
+                   'pid ' || pg_catalog.pg_backend_pid())
+         WHERE s.migration = $1 AND s.step = ANY (chosen)
+        RETURNING s.step, s.slot, s.tenant, s.from_shard, s.to_shard;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.chash_steps_claim(bigint, int, bigint, bigint) IS
+    'claims a batch: the next pending step and the pending steps after it with the same shards, up to max_steps (and max_rows / max_bytes by chash_tenant_size); pending -> copying';
