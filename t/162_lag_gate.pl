@@ -100,6 +100,14 @@ sub wait_for
 }
 
 # ---- chash_move --max-lag ----
+# A size it cannot read is refused before anything is claimed: exit 2.
+for my $bad ('lots', '-1MB', '16mb', '1.5MB', '9999999999GB', '')
+{
+	my ($o, $e) = ('', '');
+	IPC::Run::run([ 'chash_move', '--max-lag', $bad, '--directory', 'orgs', $dir->connstr('postgres') ], '>', \$o, '2>', \$e);
+	is($? >> 8, 2, "--max-lag '$bad': exit 2");
+	like($e, qr/invalid value "\Q$bad\E" for option --max-lag/, "--max-lag '$bad': says why");
+}
 my $tenant = $dir->safe_psql('postgres', q{
     SELECT t FROM (SELECT 'org-' || g AS t FROM generate_series(1, 400) g) a WHERE chash_route('orgs', t) = 's1' LIMIT 1});
 my $m = $dir->safe_psql('postgres', qq{SELECT chash_migration_move_tenant('orgs', '$tenant', 's2')});
