@@ -121,6 +121,7 @@ extern char *server_columns_signature(Server *server, const TableInfo *tables, i
 extern bool pair_checked(const char *src, const char *tgt, TableInfo *tables, int ntables);
 extern void pair_remember(const char *src, const char *tgt, const TableInfo *tables, int ntables);
 extern void pair_forget(const char *src, const char *tgt);
+extern int	checked_pairs(char ***src, char ***tgt);
 
 /* ---- step_check.c: what a batch needs of its shard pair ---- */
 extern bool step_check(Server *src, Server *tgt, TableInfo *tables, int ntables);
@@ -170,6 +171,7 @@ typedef struct Batch
 	char	   *to_shard;
 	step_state	state;			/* src/core/states.h, parsed once as the claim reads it */
 	lease_progress progress;
+	bool		fenced_at_claim;	/* a new claim, fenced with it (lease_claim's fence pairs) */
 } Batch;
 
 typedef enum ClaimResult
@@ -181,7 +183,7 @@ typedef enum ClaimResult
 	CLAIM_ERROR
 } ClaimResult;
 
-extern ClaimResult lease_claim(Server *dir, Batch *batch, int max_steps);
+extern ClaimResult lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, const char *fence_to);
 extern bool lease_fence(Server *dir, const Batch *batch);
 extern bool lease_complete(Server *dir, const Batch *batch);
 extern bool lease_release(Server *dir, const Batch *batch);
@@ -257,6 +259,7 @@ extern void finisher_stop(Finisher *finisher);
 
 /* ---- lag_gate.c: no fence while a shard's replica of the directory lags (--max-lag) ---- */
 extern bool lag_gate(Server *dir, Server *src, Server *tgt, const Batch *batch, lease_progress progress);
+extern bool lag_within(Server *dir, const char *from, const char *to);
 
 /* ---- replication_record.c, replication_cleaner.c: the online moves' objects ---- */
 extern bool replication_objects_record(Server *dir, int step, const char *source, const char *target,

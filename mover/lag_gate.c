@@ -87,6 +87,31 @@ shard_lag(Server *dir, Server *shard)
 }
 
 /*
+ * Whether a batch of the pair may be fenced with its claim (run.c): both
+ * shards within the bound now (or no gate, or a lag not known: as
+ * lag_gate).  A shard not reachable says no, and the batch is claimed
+ * first and gated as usual.
+ */
+bool
+lag_within(Server *dir, const char *from, const char *to)
+{
+	long long	bound = __atomic_load_n(&options.max_lag, __ATOMIC_RELAXED);
+	const char *names[2] = {from, to};
+
+	if (bound <= 0)
+		return true;
+	for (int i = 0; i < 2; i++)
+	{
+		Server	   *shard = step_shard(dir, names[i]);
+		long long	lag = shard != NULL ? shard_lag(dir, shard) : -2;
+
+		if (lag == -2 || lag > bound)
+			return false;
+	}
+	return true;
+}
+
+/*
  * Before the batch's fence: waits while the source or the target lags by
  * more than options.max_lag bytes (0: no gate), saying so after a second
  * and then every 10 s.  True: fence now.  False: give the batch back (a

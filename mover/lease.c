@@ -116,17 +116,18 @@ array_literal(char **values, const int *numbers, int n)
 /*
  * Claims a batch of up to max_steps steps (a takeover of expired leases
  * first), bounded by --batch-rows and --batch-bytes as far as
- * chash_tenant_size knows the tenants.
+ * chash_tenant_size knows the tenants.  A new batch of a shard pair in
+ * fence_from/fence_to (text[] literals, or NULL) is fenced with its claim.
  */
 ClaimResult
-lease_claim(Server *dir, Batch *batch, int max_steps)
+lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, const char *fence_to)
 {
 	char	   *id = text_of(migration.id);
 	char	   *lease = lease_interval();
 	char	   *max = text_of(max_steps);
 	char	   *max_rows = options.batch_rows > 0 ? text_of(options.batch_rows) : NULL;
 	char	   *max_bytes = options.batch_bytes > 0 ? text_of(options.batch_bytes) : NULL;
-	const char *params[6] = {id, migration.holder, lease, max, max_rows, max_bytes};
+	const char *params[8] = {id, migration.holder, lease, max, max_rows, max_bytes, fence_from, fence_to};
 	PGresult   *res;
 	ClaimResult result;
 	int			n;
@@ -134,10 +135,11 @@ lease_claim(Server *dir, Batch *batch, int max_steps)
 	/* CLAIM_STUCK: the mover stops at once, a retry mends nothing */
 	if (!directory_current(dir))
 		return config_error ? CLAIM_STUCK : CLAIM_ERROR;
-	res = query(dir, format_text("SELECT step, slot, tenant, from_shard, to_shard, state, progress "
-								 "FROM %s.chash_steps_lease_claim($1, $2, $3::interval, $4::int, $5::bigint, $6::bigint) "
+	res = query(dir, format_text("SELECT step, slot, tenant, from_shard, to_shard, state, progress, claimed "
+								 "FROM %s.chash_steps_lease_claim($1, $2, $3::interval, $4::int, $5::bigint, $6::bigint, "
+								 "                                $7::text[], $8::text[]) "
 								 "ORDER BY step", dir->schema),
-				6, params);
+				8, params);
 	free(max);
 	free(max_rows);
 	free(max_bytes);
@@ -172,6 +174,7 @@ lease_claim(Server *dir, Batch *batch, int max_steps)
 		batch->to_shard = format_text("%s", PQgetvalue(res, 0, 4));
 		batch->state = state;
 		batch->progress = progress;
+		batch->fenced_at_claim = state == STEP_FENCED && PQgetvalue(res, 0, 7)[0] == 't';
 		batch->step_list = array_literal(NULL, batch->steps, n);
 		if (batch->slots[0] >= 0)
 			batch->slot_list = array_literal(NULL, batch->slots, n);

@@ -28,7 +28,7 @@ typedef enum PhaseResult
 	PHASE_NEXT,
 	PHASE_MOVED,				/* finished (moved, or cleaned up after a cancel) */
 	PHASE_RETRY,				/* left to its leases: this or another mover takes it over */
-	PHASE_REFUSE,				/* the shards cannot take it: released if only claimed, else PHASE_RETRY */
+	PHASE_REFUSE,				/* the shards cannot take it: released if only claimed (or fenced with the claim, not copied), else PHASE_RETRY */
 	PHASE_GIVE_BACK,			/* subscription dropped, copy off the target, released */
 	PHASE_CANNOT,				/* cannot move as it is (said): given back, and the mover stops */
 	PHASE_REJECTED				/* verification failed, the copy rolled back: released, and the mover stops */
@@ -54,6 +54,7 @@ typedef struct Move
 	long long	moved;			/* the rows moved, once the batch is finished */
 	MoveTimes	times;
 	Finisher   *finisher;
+	bool		copy_began;		/* the copy phase started: the target may hold rows of this try */
 } Move;
 
 /*

@@ -8,7 +8,10 @@
  *      Once per shard pair in a run (tables.c keeps them), confirmed in
  *      each copy's transactions by one statement per shard;
  *   1. fence it (one directory version, one barrier over its slots or
- *      tenants), then chash_shard_wait_fence over the batch on the source;
+ *      tenants), then chash_shard_wait_fence over the batch on the source.
+ *      A blocking batch of a pair checked earlier in the run comes fenced
+ *      from its claim (run.c, fence_pairs): one version and one change of
+ *      each step's row fewer, the checks of 0. run after its fence;
  *   2. on the target, in one transaction: delete the batch's rows left by
  *      an earlier try, COPY the batch's rows of every registered table from
  *      the source, one COPY per table (one REPEATABLE READ snapshot there;
@@ -194,7 +197,14 @@ phase_fence(Move *m)
 		m->progress = LEASE_FENCED;
 		crash_point_at(LEASE_FENCED);
 	}
-	m->times.fence = now_seconds();
+	/* fenced with the claim: writes refused from the claim on, the checks after it */
+	if (m->batch->fenced_at_claim)
+	{
+		m->times.checked = m->times.fence = m->times.start;
+		crash_point_at(LEASE_FENCED);
+	}
+	else
+		m->times.fence = now_seconds();
 	return PHASE_NEXT;
 }
 
@@ -225,6 +235,7 @@ phase_copy(Move *m)
 
 	if (!in_flight(m))
 		return PHASE_NEXT;
+	m->copy_began = true;
 	if ((r = m->copy->copy(m)) != PHASE_NEXT)
 		return r;
 	return stop_requested ? PHASE_GIVE_BACK : PHASE_NEXT;
@@ -300,6 +311,18 @@ static const Phase phases[] = {
 	{"clean up", phase_clean_up},
 };
 
+/*
+ * A batch fenced with its claim whose copy has not begun: nothing of this
+ * try is on the target and nothing was deleted, so it goes back to pending
+ * at once, as a batch only claimed does, rather than keep its writes
+ * refused until its leases run out.
+ */
+static bool
+fenced_untouched(const Move *m)
+{
+	return m->batch->fenced_at_claim && !m->copy_began && m->progress == LEASE_FENCED;
+}
+
 /* How the batch ends after the phase that stopped the loop. */
 static StepOutcome
 batch_end(Move *m, PhaseResult r)
@@ -328,10 +351,13 @@ batch_end(Move *m, PhaseResult r)
 			 * further on (their copy may be on the target) is left to their
 			 * leases, for a rerun once the shards are mended.
 			 */
-			if (b->state == STEP_COPYING && m->progress == LEASE_CLAIMED)
+			if ((b->state == STEP_COPYING && m->progress == LEASE_CLAIMED) || fenced_untouched(m))
 				lease_release(m->dir, b);
 			break;
 		case PHASE_RETRY:
+			if (fenced_untouched(m))
+				lease_release(m->dir, b);
+			break;
 		case PHASE_NEXT:
 			break;
 	}

@@ -170,6 +170,52 @@ hold_busy_pairs(Server *locker)
 	return true;
 }
 
+/*
+ * The shard pairs whose next new batch is fenced with its claim (one
+ * directory version and one change of each step's row fewer): a copy with
+ * writes blocked has nothing to do between the claim and the fence once
+ * the pair's checks are done in this run (tables.c) and the lag gate lets
+ * it through.  An online copy subscribes in between.  NULL, NULL: none.
+ */
+static void
+fence_pairs(Server *dir, char **from, char **to)
+{
+	char	  **src,
+			  **tgt;
+	int			n;
+	int			kept = 0;
+
+	*from = *to = NULL;
+	if (options.online)
+		return;
+	n = checked_pairs(&src, &tgt);
+	for (int i = 0; i < n; i++)
+	{
+		if (lag_within(dir, src[i], tgt[i]))
+		{
+			src[kept] = src[i];
+			tgt[kept++] = tgt[i];
+		}
+		else
+		{
+			free(src[i]);
+			free(tgt[i]);
+		}
+	}
+	if (kept > 0)
+	{
+		*from = text_array(src, kept);
+		*to = text_array(tgt, kept);
+	}
+	for (int i = 0; i < kept; i++)
+	{
+		free(src[i]);
+		free(tgt[i]);
+	}
+	free(src);
+	free(tgt);
+}
+
 typedef struct Job
 {
 	int			number;
@@ -197,7 +243,9 @@ run_job(void *arg)
 		int			nsteps;
 		bool		held;
 		char	   *from,
-				   *to;
+				   *to,
+				   *fence_from,
+				   *fence_to;
 
 		if (errors > 0)
 		{
@@ -220,7 +268,10 @@ run_job(void *arg)
 		/* one claim at a time in this process, its pair busy before the next claim */
 		pthread_mutex_lock(&claim_lock);
 		held = hold_busy_pairs(&locker);
-		r = lease_claim(&dir, &b, tickets);
+		fence_pairs(&dir, &fence_from, &fence_to);
+		r = lease_claim(&dir, &b, tickets, fence_from, fence_to);
+		free(fence_from);
+		free(fence_to);
 		if (held)
 			PQclear(PQexec(locker.conn, "ROLLBACK"));
 		if (r == CLAIM_GOT)

@@ -167,6 +167,25 @@ pair_forget(const char *src, const char *tgt)
 	pthread_mutex_unlock(&pairs_lock);
 }
 
+/* The pairs checked in this run, their names copied (free each and the arrays); how many. */
+int
+checked_pairs(char ***src, char ***tgt)
+{
+	int			n;
+
+	pthread_mutex_lock(&pairs_lock);
+	n = npairs;
+	*src = calloc(n > 0 ? n : 1, sizeof(char *));
+	*tgt = calloc(n > 0 ? n : 1, sizeof(char *));
+	for (int i = 0; i < n; i++)
+	{
+		(*src)[i] = format_text("%s", pairs[i].src);
+		(*tgt)[i] = format_text("%s", pairs[i].tgt);
+	}
+	pthread_mutex_unlock(&pairs_lock);
+	return n;
+}
+
 /* The typed columns of every table, one line each, as checked. */
 char *
 columns_signature(const TableInfo *tables, int ntables)

@@ -44,5 +44,27 @@ SELECT count(*) FILTER (WHERE kind = 'origin') = count(*) FILTER (WHERE kind = '
 SELECT (chash_directory_changes('dc_prune', 1) ->> 'full')::bool AS full_from_1,
        (chash_directory_changes('dc_prune', 150) ->> 'full')::bool AS full_from_150;
 
-SELECT chash_drop_directory(name) FROM chash_directory WHERE name IN ('dc', 'dc_prune');
+-- A statement that changes more than 16 slots of a directory (a batch's
+-- completion) records 'slots' keys of up to 200 slots each, in slot order;
+-- 16 or fewer are 'slot' keys.  The routing cache of this session, warm
+-- from before, catches up from them slot by slot.
+SELECT chash_create_directory('dc_batch', ARRAY['s1', 's2'], 512);
+CREATE TEMP TABLE dc_tenants AS SELECT 'tenant-' || g AS tenant FROM generate_series(1, 3000) g;
+SELECT count(*) AS routed FROM dc_tenants WHERE chash_route('dc_batch', tenant) IS NOT NULL;
+SELECT version AS v0 FROM chash_directory WHERE name = 'dc_batch' \gset
+UPDATE chash_slot SET shard = CASE shard WHEN 's1' THEN 's2' ELSE 's1' END
+ WHERE directory = 'dc_batch' AND slot BETWEEN 30 AND 479;
+UPDATE chash_slot SET shard = 's1' WHERE directory = 'dc_batch' AND slot IN (500, 501, 502);
+SELECT version - :v0 AS version, kind, cardinality(string_to_array(key, ',')) AS slots,
+       split_part(key, ',', 1) AS first, reverse(split_part(reverse(key), ',', 1)) AS last
+  FROM chash_directory_change WHERE directory = 'dc_batch' AND version > :v0 AND kind IN ('slot', 'slots')
+ ORDER BY version, split_part(key, ',', 1)::int;
+SELECT count(*) AS misrouted FROM dc_tenants t
+ WHERE chash_route('dc_batch', t.tenant) IS DISTINCT FROM
+       (SELECT o.shard FROM chash_slot o WHERE o.directory = 'dc_batch' AND o.slot = chash_slot('dc_batch', t.tenant));
+SELECT jsonb_array_length(chash_directory_changes('dc_batch', :v0) -> 'slots') AS runs,
+       chash_directory_changes('dc_batch', :v0) -> 'slots' -> 0 AS first_run,
+       chash_directory_changes('dc_batch', :v0) -> 'slots' -> -1 AS last_run;
+
+SELECT chash_drop_directory(name) FROM chash_directory WHERE name IN ('dc', 'dc_prune', 'dc_batch');
 DELETE FROM chash_directory_dropped;

@@ -166,6 +166,37 @@ SELECT chash_steps_lease_release(:m, :'lb', 'mover-a');
 SELECT count(*) AS leases, (SELECT count(*) FROM chash_migration_step WHERE migration = :m AND state = 'copying') AS copying
   FROM chash_step_lease WHERE migration = :m;
 
+-- a claim fenced with it (chash_steps_claim's fence; the mover's blocking
+-- batches of a pair it has checked): pending -> fenced in one version and
+-- one change of each step's row, every slot of it refused for writes
+SELECT version AS v2 FROM chash_directory WHERE name = 'bat' \gset
+SELECT array_agg(step ORDER BY step) AS fb FROM chash_steps_claim(:m, 3, fence => true) \gset
+SELECT version - :v2 AS versions FROM chash_directory WHERE name = 'bat';
+SELECT count(*) FILTER (WHERE state = 'fenced') AS fenced, count(*) AS steps
+  FROM chash_migration_step WHERE migration = :m AND step = ANY (:'fb');
+SELECT count(*) FILTER (WHERE bad(format('SELECT chash_route_for_write(%L, %L)', 'bat', b.t)) LIKE '40001:%') AS refused,
+       count(*) AS tenants
+  FROM bat_tenants b JOIN chash_migration_step s ON s.migration = :m AND s.slot = b.slot AND s.step = ANY (:'fb');
+SELECT chash_steps_release(:m, :'fb');
+SELECT bad_migration(format('SELECT * FROM chash_steps_claim(%s, 3, fence => NULL)', :m));
+-- the mover's claim is fenced only for a shard pair it names
+SELECT from_shard AS next_from, to_shard AS next_to FROM chash_migration_step
+ WHERE migration = :m AND state = 'pending' ORDER BY step LIMIT 1 \gset
+SELECT state, progress, claimed, count(*) AS steps
+  FROM chash_steps_lease_claim(:m, 'mover-a', '1 hour', 2, fence_from => '{s9}', fence_to => ARRAY[:'next_to'])
+ GROUP BY 1, 2, 3;
+SELECT array_agg(step ORDER BY step) AS lb FROM chash_step_lease WHERE migration = :m \gset
+SELECT chash_steps_lease_release(:m, :'lb', 'mover-a');
+SELECT version AS v3 FROM chash_directory WHERE name = 'bat' \gset
+SELECT state, progress, claimed, count(*) AS steps
+  FROM chash_steps_lease_claim(:m, 'mover-a', '1 hour', 2, fence_from => ARRAY[:'next_from'], fence_to => ARRAY[:'next_to'])
+ GROUP BY 1, 2, 3;
+SELECT version - :v3 AS versions FROM chash_directory WHERE name = 'bat';
+SELECT array_agg(step ORDER BY step) AS lb FROM chash_step_lease WHERE migration = :m \gset
+SELECT chash_steps_lease_release(:m, :'lb', 'mover-a');
+SELECT count(*) AS leases, (SELECT count(*) FROM chash_migration_step WHERE migration = :m AND state <> 'pending' AND state <> 'done') AS in_flight
+  FROM chash_step_lease WHERE migration = :m;
+
 -- the rest in batches of 4: the migration ends done, every slot on its target
 DO $$
 DECLARE

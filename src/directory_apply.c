@@ -81,6 +81,30 @@ unique_int64s(List *list, int width)
 	return result;
 }
 
+/*
+ * The slots of a 'slot' key (one slot) or a 'slots' key (a batch's slots,
+ * comma-separated: chash_directory_bump), each slot after the first
+ * counted as a key of its own; false for a slot this directory does not
+ * have (a reload says what is wrong) or too many keys.
+ */
+static bool
+read_slots(char *list, int32 slot_count, ChangedKeys *keys)
+{
+	char	   *save = NULL;
+
+	for (char *item = strtok_r(list, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save))
+	{
+		int32		slot = pg_strtoint32(item);
+
+		if (slot < 0 || slot >= slot_count)
+			return false;
+		keys->slots = lappend_int(keys->slots, slot);
+		if (item != list && ++keys->count > CATCH_UP_MAX_KEYS)
+			return false;
+	}
+	return true;
+}
+
 /* The history after dir->version; false when it cannot describe it. */
 static bool
 read_history(const DirectoryCatalog *catalog, RouteDirectory *dir, text *name,
@@ -124,17 +148,12 @@ read_history(const DirectoryCatalog *catalog, RouteDirectory *dir, text *name,
 			if (strcmp(text_to_cstring(k), since) == 0)
 				chained = true;
 		}
+		else if (strcmp(kind, "origin") == 0)
+			continue;			/* who made the version (failover), no routing state */
 		else if (strcmp(kind, "shard") == 0)
 			keys->shards = lappend(keys->shards, k);
-		else if (strcmp(kind, "slot") == 0)
-		{
-			int32		slot = pg_strtoint32(text_to_cstring(k));
-
-			/* no such slot here: a reload says what is wrong */
-			if (slot < 0 || slot >= dir->slot_count)
-				ok = false;
-			keys->slots = lappend_int(keys->slots, slot);
-		}
+		else if (strcmp(kind, "slot") == 0 || strcmp(kind, "slots") == 0)
+			ok = read_slots(text_to_cstring(k), dir->slot_count, keys);
 		else if (strcmp(kind, "override") == 0)
 			keys->tenants = lappend(keys->tenants, k);
 		else if (strcmp(kind, "migration") == 0)

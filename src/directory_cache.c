@@ -92,6 +92,18 @@ static uint64 evictions = 0;
 
 static uint64 load_counter = 0;
 
+/* How this backend's entries came about, for chash_routing_cache_stats. */
+static uint64 full_loads = 0;
+static uint64 catch_ups = 0;
+
+void
+directory_cache_counts(uint64 *loads, uint64 *caught_up, int *entries)
+{
+	*loads = full_loads;
+	*caught_up = catch_ups;
+	*entries = ndirectories;
+}
+
 static void
 free_entry(RouteDirectory **link)
 {
@@ -301,6 +313,7 @@ directory_lookup(text *name, Snapshot snapshot)
 			cache_generation++;
 			if (directory_catch_up(catalog, base, name, &row, snapshot))
 			{
+				catch_ups++;
 				base->identity = id;
 				base->load_id = ++load_counter;
 				base->last_used = ++use_clock;
@@ -310,6 +323,7 @@ directory_lookup(text *name, Snapshot snapshot)
 	}
 
 	dir = directory_load(catalog, name, &row, snapshot);
+	full_loads++;
 	dir->identity = id;
 	dir->load_id = ++load_counter;
 	dir->last_used = ++use_clock;

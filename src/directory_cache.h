@@ -131,5 +131,6 @@ extern text *directory_shard_name(RouteCallSite *site, RouteDirectory *dir, int3
  * tables, so its snapshots may see states no directory row names.
  */
 extern void directory_cache_note_own_change(void);
+extern void directory_cache_counts(uint64 *loads, uint64 *caught_up, int *entries);
 
 #endif

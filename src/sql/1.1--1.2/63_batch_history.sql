@@ -12,7 +12,13 @@
 -- index chash_migration_step_in_flight, a few batches' worth whatever the
 -- migration's size), where it read the batch's steps one by one.  One
 -- step changed alone (chash_step_fence, chash_step_complete) is still a
--- 'step' key.
+-- 'step' key.  A statement that changes more than 16 slots of a directory
+-- (a batch's completion) records 'slots' keys, up to 200 slots each in
+-- slot order and comma-separated, where it recorded a 'slot' key per slot.
 -- ---------------------------------------------------------------------------
 
 \ir ../functions/chash_directory_bump/1.2.sql
+
+-- Whether a backend's routing cache catches up from that history or loads
+-- directories in full (src/routing_cache_stats.c).
+\ir ../functions/chash_routing_cache_stats/1.2.sql

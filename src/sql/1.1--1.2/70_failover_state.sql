@@ -19,9 +19,9 @@
 -- one of the same number that the old primary made and the standby lost.
 ALTER TABLE @extschema@.chash_directory_change DROP CONSTRAINT chash_directory_change_kind_check;
 ALTER TABLE @extschema@.chash_directory_change ADD CONSTRAINT chash_directory_change_kind_check
-    CHECK (kind IN ('version', 'full', 'shard', 'slot', 'override', 'migration', 'step', 'origin'));
+    CHECK (kind IN ('version', 'full', 'shard', 'slot', 'slots', 'override', 'migration', 'step', 'origin'));
 COMMENT ON TABLE @extschema@.chash_directory_change IS
-    'the keys each version of a directory changed: version (key: the previous version, empty when created), full (not described here), shard, slot, override, migration (key: id), step (key: migration:step); origin (key: system identifier:timeline of the server that made the version)';
+    'the keys each version of a directory changed: version (key: the previous version, empty when created), full (not described here), shard, slot, slots (a batch''s slots, comma-separated in slot order, up to 200 a key), override, migration (key: id), step (key: migration:step); origin (key: system identifier:timeline of the server that made the version)';
 
 \ir ../functions/chash_server_identity/1.2.sql
 

@@ -39,7 +39,7 @@ DECLARE
         'chash_remove_shard', 'chash_pin', 'chash_unpin', 'chash_route', 'chash_route_explain',
         'chash_route_for_write', 'chash_slot', 'chash_tenant_canonical', 'chash_directory_snapshot',
         'chash_directory_changes', 'chash_slot_runs', 'chash_measure_tenants', 'chash_whales',
-        'chash_message_text',
+        'chash_message_text', 'chash_routing_cache_stats',
         -- planner and migrations (docs/planner.md, docs/migrations.md)
         'chash_plan_rebalance', 'chash_migration_start', 'chash_migration_move_tenant',
         'chash_migration_cancel', 'chash_migration_revert', 'chash_step_claim', 'chash_step_fence',

@@ -59,7 +59,14 @@ BEGIN
     -- migration changed at once (a batch) are one key, the migration
     key_sql := CASE TG_TABLE_NAME
         WHEN 'chash_shard' THEN 'SELECT r.directory, ''shard'', r.shard FROM (%s) r'
-        WHEN 'chash_slot' THEN 'SELECT r.directory, ''slot'', r.slot::text FROM (%s) r'
+        -- more than 16 slots of a directory (a batch's completion): 'slots'
+        -- keys of up to 200 slots each, in slot order, comma-separated
+        WHEN 'chash_slot' THEN 'SELECT c.directory, CASE WHEN c.total > 16 THEN ''slots'' ELSE ''slot'' END,
+                     pg_catalog.string_agg(c.slot::text, '','' ORDER BY c.slot)
+                FROM (SELECT r.directory, r.slot, pg_catalog.count(*) OVER (PARTITION BY r.directory) AS total,
+                             (pg_catalog.row_number() OVER (PARTITION BY r.directory ORDER BY r.slot) - 1) / 200 AS chunk
+                        FROM (SELECT DISTINCT r.directory, r.slot FROM (%s) r) r) c
+               GROUP BY c.directory, c.total, CASE WHEN c.total > 16 THEN c.chunk ELSE c.slot END'
         WHEN 'chash_override' THEN 'SELECT r.directory, ''override'', r.tenant FROM (%s) r'
         WHEN 'chash_migration' THEN 'SELECT r.directory, ''migration'', r.id::text FROM (%s) r'
         ELSE 'SELECT m.directory, CASE WHEN c.steps > 1 THEN ''migration'' ELSE ''step'' END,

@@ -42,8 +42,9 @@ BEGIN
         END IF;
     END IF;
     result := result || jsonb_build_object('slots', @extschema@.chash_slot_runs(d.name, ARRAY(
-        SELECT DISTINCT c.key::int FROM @extschema@.chash_directory_change c
-         WHERE c.directory = d.name AND c.version > since_version AND c.kind = 'slot')));
+        SELECT DISTINCT k.slot::int FROM @extschema@.chash_directory_change c
+         CROSS JOIN LATERAL unnest(string_to_array(c.key, ',')) k(slot)
+         WHERE c.directory = d.name AND c.version > since_version AND c.kind IN ('slot', 'slots'))));
     result := result || jsonb_build_object('overrides', coalesce((
         SELECT jsonb_object_agg(k.tenant, o.shard)
           FROM (SELECT DISTINCT c.key AS tenant FROM @extschema@.chash_directory_change c

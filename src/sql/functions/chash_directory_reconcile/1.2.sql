@@ -86,8 +86,12 @@ BEGIN
         IF base IS NULL OR base = d.version THEN
             CONTINUE;
         END IF;
+        -- a batch's 'slots' key is its slots, one 'slot' each
         INSERT INTO chash_reconcile_own
-        SELECT DISTINCT d.name, base, c.kind, c.key FROM @extschema@.chash_directory_change c
+        SELECT DISTINCT d.name, base, CASE c.kind WHEN 'slots' THEN 'slot' ELSE c.kind END, k.key
+          FROM @extschema@.chash_directory_change c
+         CROSS JOIN LATERAL unnest(CASE c.kind WHEN 'slots' THEN string_to_array(c.key, ',')
+                                               ELSE ARRAY[c.key] END) k(key)
          WHERE c.directory = d.name AND c.version > base AND c.kind NOT IN ('version', 'origin');
         SELECT string_agg(DISTINCT o.kind, ', ') INTO blocked FROM chash_reconcile_own o
          WHERE o.directory = d.name AND o.kind NOT IN ('slot', 'override', 'shard');

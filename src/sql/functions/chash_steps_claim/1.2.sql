@@ -4,9 +4,14 @@
 -- estimated from chash_tenant_size (tenants without a size count as
 -- nothing; a slot step's pinned tenants do not move with it) and the batch
 -- ends before the step that would exceed a bound; the first step is
--- claimed whatever its size.
+-- claimed whatever its size.  With fence, the steps are fenced in the
+-- claim's transaction, pending -> fenced as chash_steps_fence would fence
+-- them: one directory version, one change of each step's row, where a
+-- claim and then a fence make two of each (a mover that copies with
+-- writes blocked has nothing to do between them).
 CREATE FUNCTION @extschema@.chash_steps_claim(migration bigint, max_steps int,
-                                              max_rows bigint DEFAULT NULL, max_bytes bigint DEFAULT NULL)
+                                              max_rows bigint DEFAULT NULL, max_bytes bigint DEFAULT NULL,
+                                              fence boolean DEFAULT false)
     RETURNS TABLE (step int, slot int, tenant text, from_shard text, to_shard text)
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan
@@ -17,8 +22,11 @@ DECLARE
     st text;
     first record;
     chosen int[];
+    fence_slots int[];
+    fence_tenants text[];
 BEGIN
-    PERFORM @extschema@.chash_require(ARRAY['migration', 'max_steps'], ARRAY[$1 IS NULL, $2 IS NULL]);
+    PERFORM @extschema@.chash_require(ARRAY['migration', 'max_steps', 'fence'],
+                                      ARRAY[$1 IS NULL, $2 IS NULL, $5 IS NULL]);
     IF $2 < 1 OR $3 < 1 OR $4 < 1 THEN
         RAISE EXCEPTION '% must be positive',
                 CASE WHEN $2 < 1 THEN 'max_steps' WHEN $3 < 1 THEN 'max_rows' ELSE 'max_bytes' END
@@ -69,13 +77,21 @@ BEGIN
      WHERE e.n = 1 OR ((e.rows_so_far <= $3 OR $3 IS NULL) AND (e.bytes_so_far <= $4 OR $4 IS NULL));
     RETURN QUERY
         UPDATE @extschema@.chash_migration_step s
-           SET state = 'copying', started_at = pg_catalog.now(),
+           SET state = CASE WHEN $5 THEN 'fenced' ELSE 'copying' END, started_at = pg_catalog.now(),
                claimed_by = pg_catalog.concat_ws(' ',
                    NULLIF(pg_catalog.current_setting('application_name'), ''),
                    'pid ' || pg_catalog.pg_backend_pid())
          WHERE s.migration = $1 AND s.step = ANY (chosen)
         RETURNING s.step, s.slot, s.tenant, s.from_shard, s.to_shard;
+    IF $5 THEN
+        -- the barrier of chash_steps_fence, in slot (tenant) order
+        SELECT array_agg(s.slot ORDER BY s.slot) FILTER (WHERE s.slot IS NOT NULL),
+               array_agg(s.tenant ORDER BY s.tenant) FILTER (WHERE s.tenant IS NOT NULL)
+          INTO fence_slots, fence_tenants
+          FROM @extschema@.chash_migration_step s WHERE s.migration = $1 AND s.step = ANY (chosen);
+        PERFORM @extschema@.chash_fence_barrier(dir, fence_slots, fence_tenants);
+    END IF;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.chash_steps_claim(bigint, int, bigint, bigint) IS
-    'claims a batch: the next pending step and the pending steps after it with the same shards, up to max_steps (and max_rows / max_bytes by chash_tenant_size); pending -> copying';
+COMMENT ON FUNCTION @extschema@.chash_steps_claim(bigint, int, bigint, bigint, boolean) IS
+    'claims a batch: the next pending step and the pending steps after it with the same shards, up to max_steps (and max_rows / max_bytes by chash_tenant_size); pending -> copying, or with fence pending -> fenced in the same transaction';

@@ -27,10 +27,14 @@ BEGIN
             USING ERRCODE = '55000',
                   DETAIL = 'Only claimed steps, not yet fenced, are copied by a subscription.';
     END IF;
-    PERFORM @extschema@.chash_steps_lease_set($1, $2, $5, $4);
-    IF $6 IS NOT NULL OR $7 IS NOT NULL THEN
+    IF $6 IS NULL AND $7 IS NULL THEN
+        PERFORM @extschema@.chash_steps_lease_set($1, $2, $5, $4);
+    ELSE
+        -- chash_steps_lease_set and the sizes in one change of each lease
         UPDATE @extschema@.chash_step_lease l
-           SET rows = COALESCE(x.rows, l.rows), bytes = COALESCE(x.bytes, l.bytes)
+           SET progress = $4, lease_until = pg_catalog.clock_timestamp() + $5,
+               updated_at = pg_catalog.clock_timestamp(),
+               rows = COALESCE(x.rows, l.rows), bytes = COALESCE(x.bytes, l.bytes)
           FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($6), pg_catalog.unnest($7)) x (step, rows, bytes)
          WHERE l.migration = $1 AND l.step = x.step;
     END IF;
