@@ -266,8 +266,8 @@ extern bool replication_objects_record(Server *dir, int step, const char *source
 									   const char *name);
 extern void replication_objects_clean(void);
 
-/* ---- online.c: steps moved by logical replication (--online) ---- */
-/* Per table, the rows of an online step that changed since the copy, from the tally (online.c) */
+/* ---- online*.c: steps moved by logical replication (--online; the parts: online.c) ---- */
+/* Per table, the rows of an online step that changed since the copy, from the tally (online_tally.c) */
 typedef struct TallyTable
 {
 	char	   *oid[2];			/* the table's on the source and on the target */
@@ -280,7 +280,7 @@ typedef struct TallyTable
 	bool		unkeyed;		/* a change without a key came: verified by a scan */
 } TallyTable;
 
-/* A session holding a temporary slot of plugin chash that tallies a shard's changes of the step (online.c) */
+/* A session holding a temporary slot of plugin chash that tallies a shard's changes of the step (online_tally.c) */
 typedef struct Tally
 {
 	Server		server;			/* conn NULL: none */
@@ -288,7 +288,10 @@ typedef struct Tally
 	const char *except_xid;		/* the transaction it leaves out, or NULL */
 } Tally;
 
-/* What the tail verification needs of the mover's copy (online.c) */
+/*
+ * What the tail verification (online_verify.c) needs of the mover's copy
+ * (online_subscribe.c); online_copy_free (online_tally.c) frees it all.
+ */
 typedef struct OnlineCopy
 {
 	bool		known;			/* false after a takeover: the whole step is verified */
@@ -308,18 +311,24 @@ typedef struct OnlineCopy
 /* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */
 #define ONLINE_CANNOT_APPLY (-1)
 
+/* online.c */
 extern char *online_name(int step);
 extern bool online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target);
+/* online_subscribe.c */
 extern Verdict online_subscribe(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 								const StepTarget *target, const Batch *batch, OnlineCopy *copy);
+extern void online_test_pause(void);
+/* online_stream.c */
 extern bool online_streaming(Server *tgt, int step, int ntables);
 extern int	online_wait_caught_up(Server *src, Server *tgt, int step, int ntables, OnlineCopy *copy);
 extern int	online_wait_applied(Server *src, Server *tgt, int step, int ntables);
+/* online_verify.c */
 extern Verdict online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables,
 								  const StepTarget *target, const Batch *batch, OnlineCopy *copy,
 								  long long *rows);
-extern void online_test_pause(void);
+/* online_tally.c */
 extern void online_copy_free(OnlineCopy *copy);
+/* online_teardown.c */
 extern bool online_drop(Server *src, Server *tgt, int step);
 extern bool online_drop_batch(Server *src, Server *tgt, const Batch *batch);
 

@@ -1,6 +1,6 @@
 /*
  * The record of the online moves' replication objects on the directory
- * database (src/sql/1.1--1.2/81_replication_objects.sql): online.c
+ * database (src/sql/1.1--1.2/81_replication_objects.sql): online_subscribe.c
  * records a step's publication, slot and subscription before it creates
  * them, so that the cleaner (replication_cleaner.c) finds whatever a mover
  * that died, or a step given back by hand, left behind.

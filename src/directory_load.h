@@ -14,7 +14,7 @@
 #include "utils/rel.h"
 #include "utils/snapshot.h"
 
-#include "directory_cache.h"
+#include "route_directory.h"
 #include "directory_catalog.h"
 
 typedef struct DirectoryRow

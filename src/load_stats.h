@@ -7,7 +7,7 @@
 
 #include "postgres.h"
 
-#include "shard_guard.h"
+#include "guard_access.h"
 
 /*
  * Counts an access the guard admitted: a row written counts itself; the

@@ -12,6 +12,8 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "guard_access.h"
+
 /* chash's own SQLSTATE: the tenant is not on this shard (route again). */
 #define ERRCODE_CHASH_WRONG_SHARD MAKE_SQLSTATE('S','H','0','0','1')
 
@@ -24,13 +26,6 @@ typedef struct GuardTarget
 	uint64		me_load;		/* the directory load me was found in */
 	int32		me;				/* this shard's index there, -1: none */
 } GuardTarget;
-
-typedef enum GuardAccess
-{
-	GUARD_WRITE,				/* a row written: admit it (lock tags) */
-	GUARD_WRITE_STATEMENT,		/* an UPDATE/DELETE about to run */
-	GUARD_READ					/* a SELECT about to run */
-} GuardAccess;
 
 /* Settings (module.c defines them): chash.bypass_guard, chash.tenant. */
 extern bool chash_bypass_guard;
