@@ -197,6 +197,17 @@ SELECT chash_steps_lease_release(:m, :'lb', 'mover-a');
 SELECT count(*) AS leases, (SELECT count(*) FROM chash_migration_step WHERE migration = :m AND state <> 'pending' AND state <> 'done') AS in_flight
   FROM chash_step_lease WHERE migration = :m;
 
+-- steps deleted take their leases with them (a statement trigger, where a
+-- foreign key checked each lease a claim wrote); a truncate too
+BEGIN;
+SELECT count(*) AS claimed FROM chash_steps_lease_claim(:m, 'mover-a', '1 hour', 2);
+DELETE FROM chash_migration_step s USING chash_step_lease l
+ WHERE s.migration = :m AND l.migration = s.migration AND l.step = s.step AND s.step = (SELECT min(step) FROM chash_step_lease);
+SELECT count(*) AS leases_left FROM chash_step_lease WHERE migration = :m;
+TRUNCATE chash_migration_step CASCADE;
+SELECT count(*) AS leases_left FROM chash_step_lease;
+ROLLBACK;
+
 -- the rest in batches of 4: the migration ends done, every slot on its target
 DO $$
 DECLARE
