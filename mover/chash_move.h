@@ -172,6 +172,8 @@ typedef struct Batch
 	step_state	state;			/* src/core/states.h, parsed once as the claim reads it */
 	lease_progress progress;
 	bool		fenced_at_claim;	/* a new claim, fenced with it (lease_claim's fence pairs) */
+	bool		prefetched;		/* claimed while the job's last batch copied (run.c) */
+	double		claimed_at;		/* now_seconds() as the claim returned */
 } Batch;
 
 typedef enum ClaimResult
@@ -250,7 +252,14 @@ typedef enum StepOutcome
 /* a job's helper thread: the source side of its completed blocking batches */
 typedef struct Finisher Finisher;
 
-extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finisher *finisher);
+/* run.c: what a job does as a blocking batch's copy begins (claim its next batch meanwhile) */
+typedef struct CopyHook
+{
+	void		(*begin) (void *arg);
+	void	   *arg;
+} CopyHook;
+
+extern StepOutcome move_batch(Server *dir, Batch *batch, long long *rows, Finisher *finisher, const CopyHook *hook);
 
 /* ---- finisher.c ---- */
 extern Finisher *finisher_start(void);

@@ -58,6 +58,8 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		char	   *what = !one ? format_text("%d %s", b->nsteps, target->slot >= 0 ? "slots" : "tenants")
 			: target->slot >= 0 ? format_text("slot %d", target->slot)
 			: format_text("tenant %s", escape_literal(src->conn, target->tenant));
+		char	   *fence = !b->fenced_at_claim ? format_text("fence %.3f s", f->times.fence - f->times.checked)
+			: format_text("fenced with its claim%s", b->prefetched ? " during the last batch's copy" : "");
 
 		if (f->times.fence > 0 && f->online)
 		{
@@ -67,25 +69,26 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 
 			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification (%s) %.3f s, writes blocked %.3f s",
 				   which, what, b->from_shard, b->to_shard, name,
-				   f->rows, f->times.stream, changed, f->times.copy - f->times.copy0, f->times.done - f->times.fence);
+				   f->rows, f->times.stream, changed, f->times.copy - f->times.copy0, f->times.done - f->times.blocked);
 			free(changed);
 			free(name);
 		}
 		else if (f->times.fence > 0 && one)
 			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s",
 				   which, what, b->from_shard, b->to_shard,
-				   f->rows, f->bytes / 1024.0, f->times.copy - f->times.copy0, f->times.done - f->times.fence);
+				   f->rows, f->bytes / 1024.0, f->times.copy - f->times.copy0, f->times.done - f->times.blocked);
 		else if (f->times.fence > 0)
 			report("info", "%s: %s %s -> %s, %lld rows, %.1f kB; copy %.3f s, writes blocked %.3f s; "
-				   "checks %.3f s, fence %.3f s, shards at the fence %.3f s, complete %.3f s, "
+				   "checks %.3f s, %s, shards at the fence %.3f s, complete %.3f s, "
 				   "source at the completion %.3f s, delete on the source %.3f s, the batch %.3f s",
 				   which, what, b->from_shard, b->to_shard,
-				   f->rows, f->bytes / 1024.0, f->times.copy - f->times.copy0, f->times.done - f->times.fence,
-				   f->times.checked - f->times.start, f->times.fence - f->times.checked, f->times.waited - f->times.fence,
+				   f->rows, f->bytes / 1024.0, f->times.copy - f->times.copy0, f->times.done - f->times.blocked,
+				   f->times.checked - f->times.start, fence, f->times.waited - f->times.fence,
 				   f->times.done - f->times.copy, t_applied - f->times.done, now_seconds() - t_delete,
 				   now_seconds() - f->times.start);
 		else
 			report("info", "%s: %s: deleted the moved rows on shard \"%s\"", which, what, b->from_shard);
+		free(fence);
 		free(what);
 		free(which);
 	}

@@ -175,6 +175,7 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 		batch->state = state;
 		batch->progress = progress;
 		batch->fenced_at_claim = state == STEP_FENCED && PQgetvalue(res, 0, 7)[0] == 't';
+		batch->claimed_at = now_seconds();
 		batch->step_list = array_literal(NULL, batch->steps, n);
 		if (batch->slots[0] >= 0)
 			batch->slot_list = array_literal(NULL, batch->slots, n);

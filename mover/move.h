@@ -14,7 +14,8 @@ typedef struct MoveTimes
 {
 	double		start,
 				checked,		/* the checks before the fence done */
-				fence,			/* writes refused from here */
+				fence,			/* the fence phase (writes refused from here, or from blocked) */
+				blocked,		/* writes refused from here: the fence, or the claim that fenced */
 				waited,			/* the shards at the fence */
 				copy0,
 				copy,
@@ -55,6 +56,7 @@ typedef struct Move
 	MoveTimes	times;
 	Finisher   *finisher;
 	bool		copy_began;		/* the copy phase started: the target may hold rows of this try */
+	const CopyHook *hook;		/* the job's, as a blocking copy begins (NULL: none) */
 } Move;
 
 /*

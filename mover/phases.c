@@ -201,10 +201,11 @@ phase_fence(Move *m)
 	if (m->batch->fenced_at_claim)
 	{
 		m->times.checked = m->times.fence = m->times.start;
+		m->times.blocked = m->batch->claimed_at;
 		crash_point_at(LEASE_FENCED);
 	}
 	else
-		m->times.fence = now_seconds();
+		m->times.fence = m->times.blocked = now_seconds();
 	return PHASE_NEXT;
 }
 
@@ -236,6 +237,9 @@ phase_copy(Move *m)
 	if (!in_flight(m))
 		return PHASE_NEXT;
 	m->copy_began = true;
+	/* the job's next claim overlaps this copy (run.c, prefetch) */
+	if (m->copy == &blocking_copy && m->hook != NULL)
+		m->hook->begin(m->hook->arg);
 	if ((r = m->copy->copy(m)) != PHASE_NEXT)
 		return r;
 	return stop_requested ? PHASE_GIVE_BACK : PHASE_NEXT;
@@ -366,7 +370,7 @@ batch_end(Move *m, PhaseResult r)
 }
 
 StepOutcome
-move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
+move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher, const CopyHook *hook)
 {
 	Move		m = {
 		.dir = dir,
@@ -376,6 +380,7 @@ move_batch(Server *dir, Batch *b, long long *moved, Finisher *finisher)
 		.copy = &blocking_copy,
 		.times = {.start = now_seconds()},
 		.finisher = finisher,
+		.hook = hook,
 	};
 	PhaseResult r = PHASE_NEXT;
 	StepOutcome outcome;

@@ -216,6 +216,84 @@ fence_pairs(Server *dir, char **from, char **to)
 	free(tgt);
 }
 
+/*
+ * The next batch claimed while this one copies (chash_steps_lease_claim
+ * on a connection of its own, in a thread): its claim, fenced for a
+ * checked pair, and the shards' apply of that fence overlap the copy
+ * rather than follow the completion.  Only for one job copying with
+ * writes blocked and no --max-rate: the next batch's writes are refused
+ * from its claim on, through the rest of this batch's copy and its
+ * completion, which a throttled copy would stretch; jobs on other pairs
+ * overlap each other already.
+ */
+typedef struct Prefetch
+{
+	Server		dir;
+	Server	   *job_dir;		/* the job's, for the lag gate's reads */
+	int			want;			/* steps the next claim asks for */
+	int			tickets;
+	char	   *fence_from,
+			   *fence_to;
+	Batch		batch;
+	ClaimResult result;
+	pthread_t	thread;
+	bool		started;
+} Prefetch;
+
+static void *
+prefetch_run(void *arg)
+{
+	Prefetch   *p = arg;
+
+	p->result = server_open(&p->dir)
+		? lease_claim(&p->dir, &p->batch, p->tickets, p->fence_from, p->fence_to) : CLAIM_ERROR;
+	return NULL;
+}
+
+/* CopyHook: the claim of the next batch starts as a blocking copy begins */
+static void
+prefetch_begin(void *arg)
+{
+	Prefetch   *p = arg;
+
+	if (p->started || p->want == 0 || options.jobs != 1 || options.online || options.max_rate > 0
+		|| stop_requested || stop_claiming || failed || config_error)
+		return;
+	if ((p->tickets = take_tickets(p->want)) == 0)
+		return;
+	fence_pairs(p->job_dir, &p->fence_from, &p->fence_to);
+	memset(&p->batch, 0, sizeof(p->batch));
+	if (pthread_create(&p->thread, NULL, prefetch_run, p) != 0)
+	{
+		return_tickets(p->tickets);
+		free(p->fence_from);
+		free(p->fence_to);
+		return;
+	}
+	p->started = true;
+}
+
+/* The batch claimed beside the last one: CLAIM_GOT and *b, or nothing got (the job claims as usual). */
+static bool
+prefetch_take(Prefetch *p, Batch *b)
+{
+	if (!p->started)
+		return false;
+	pthread_join(p->thread, NULL);
+	p->started = false;
+	free(p->fence_from);
+	free(p->fence_to);
+	if (p->result != CLAIM_GOT)
+	{
+		return_tickets(p->tickets);
+		return false;
+	}
+	return_tickets(p->tickets - p->batch.nsteps);
+	*b = p->batch;
+	b->prefetched = true;
+	return true;
+}
+
 typedef struct Job
 {
 	int			number;
@@ -231,6 +309,9 @@ run_job(void *arg)
 	double		rows_per_step = -1; /* measured over the batches moved */
 	Finisher   *finisher = finisher_start();
 	Server		locker = {.name = "directory", .conninfo = (char *) options.conninfo};
+	Prefetch	prefetch = {.dir = {.name = "directory", .conninfo = (char *) options.conninfo}, .job_dir = &dir};
+	CopyHook	hook = {prefetch_begin, &prefetch};
+	Batch		left = {0};
 
 	while (!stop_requested && !stop_claiming && !failed)
 	{
@@ -257,27 +338,36 @@ run_job(void *arg)
 			}
 			sleep(1);
 		}
-		if ((tickets = take_tickets(batch_size(rows_per_step))) == 0)
-			break;
-		if (!server_open(&dir))
+		if (prefetch_take(&prefetch, &b))
 		{
-			return_tickets(tickets);
-			errors++;
-			continue;
-		}
-		/* one claim at a time in this process, its pair busy before the next claim */
-		pthread_mutex_lock(&claim_lock);
-		held = hold_busy_pairs(&locker);
-		fence_pairs(&dir, &fence_from, &fence_to);
-		r = lease_claim(&dir, &b, tickets, fence_from, fence_to);
-		free(fence_from);
-		free(fence_to);
-		if (held)
-			PQclear(PQexec(locker.conn, "ROLLBACK"));
-		if (r == CLAIM_GOT)
+			/* claimed while the last batch copied */
+			r = CLAIM_GOT;
 			busy_add(b.from_shard, b.to_shard);
-		pthread_mutex_unlock(&claim_lock);
-		return_tickets(r == CLAIM_GOT ? tickets - b.nsteps : tickets);
+		}
+		else
+		{
+			if ((tickets = take_tickets(batch_size(rows_per_step))) == 0)
+				break;
+			if (!server_open(&dir))
+			{
+				return_tickets(tickets);
+				errors++;
+				continue;
+			}
+			/* one claim at a time in this process, its pair busy before the next claim */
+			pthread_mutex_lock(&claim_lock);
+			held = hold_busy_pairs(&locker);
+			fence_pairs(&dir, &fence_from, &fence_to);
+			r = lease_claim(&dir, &b, tickets, fence_from, fence_to);
+			free(fence_from);
+			free(fence_to);
+			if (held)
+				PQclear(PQexec(locker.conn, "ROLLBACK"));
+			if (r == CLAIM_GOT)
+				busy_add(b.from_shard, b.to_shard);
+			pthread_mutex_unlock(&claim_lock);
+			return_tickets(r == CLAIM_GOT ? tickets - b.nsteps : tickets);
+		}
 		if (r == CLAIM_DONE)
 		{
 			job->finished = true;
@@ -299,12 +389,14 @@ run_job(void *arg)
 			usleep(200 * 1000);
 			continue;
 		}
-		fresh = b.state == STEP_COPYING;
+		fresh = b.state == STEP_COPYING || b.fenced_at_claim;
 		nsteps = b.nsteps;
 		from = format_text("%s", b.from_shard);
 		to = format_text("%s", b.to_shard);
 		report_steps = b.step_list;
-		o = move_batch(&dir, &b, &rows, finisher);
+		/* not before a batch has measured the pace: the first batches are small */
+		prefetch.want = rows_per_step < 0 ? 0 : batch_size(rows_per_step);
+		o = move_batch(&dir, &b, &rows, finisher, &hook);
 		report_steps = NULL;
 		busy_remove(from, to);
 		free(from);
@@ -325,6 +417,20 @@ run_job(void *arg)
 		else if (o == STEP_RETRY)
 			errors++;
 	}
+	/* a batch claimed beside the last one and not moved: given back, not left fenced */
+	if (prefetch_take(&prefetch, &left))
+	{
+		if (!server_open(&dir) || !lease_release(&dir, &left))
+		{
+			char	   *which = batch_describe(&left);
+
+			report("warning", "%s of migration %lld could not be given back; its leases run out", which, migration.id);
+			free(which);
+		}
+		lease_unhold(&left);
+		batch_free(&left);
+	}
+	server_close(&prefetch.dir);
 	finisher_stop(finisher);
 	server_close(&locker);
 	server_close(&dir);

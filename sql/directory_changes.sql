@@ -66,5 +66,22 @@ SELECT jsonb_array_length(chash_directory_changes('dc_batch', :v0) -> 'slots') A
        chash_directory_changes('dc_batch', :v0) -> 'slots' -> 0 AS first_run,
        chash_directory_changes('dc_batch', :v0) -> 'slots' -> -1 AS last_run;
 
+-- A transaction's own changes load the directory once for a statement
+-- that routes after them, also where it runs in a copied snapshot (the
+-- statements of a SQL function, which PostgreSQL gives no completion
+-- count), not once for every tenant it routes.
+CREATE FUNCTION dc_route_all() RETURNS bigint LANGUAGE sql STABLE AS
+$$ SELECT count(*) FROM dc_tenants t, LATERAL chash_route_explain('dc_batch', t.tenant) e
+   WHERE chash_route('dc_batch', t.tenant) = e.shard $$;
+BEGIN;
+SELECT chash_pin('dc_batch', 'tenant-1', 's1');
+CREATE TEMP TABLE dc_cache0 AS SELECT * FROM chash_routing_cache_stats();
+SELECT dc_route_all() AS routed;
+SELECT c.loads - s.loads AS loaded FROM chash_routing_cache_stats() c, dc_cache0 s;
+SELECT dc_route_all() AS routed;
+SELECT c.loads - s.loads AS loaded FROM chash_routing_cache_stats() c, dc_cache0 s;
+ROLLBACK;
+DROP FUNCTION dc_route_all();
+
 SELECT chash_drop_directory(name) FROM chash_directory WHERE name IN ('dc', 'dc_prune', 'dc_batch');
 DELETE FROM chash_directory_dropped;

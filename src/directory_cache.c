@@ -195,7 +195,33 @@ identity_of(const DirectoryRow *row, Snapshot snapshot, DirectoryIdentity *id)
 		id->snap_xmax = snapshot->xmax;
 		id->snap_completions = snapshot->snapXactCompletionCount;
 		id->snap_curcid = snapshot->curcid;
+		id->snap_xcnt = snapshot->xcnt;
+		id->snap_subxcnt = snapshot->subxcnt;
+		id->snap_suboverflowed = snapshot->suboverflowed;
+		id->snap_xip = snapshot->xip;
+		id->snap_subxip = snapshot->subxip;
 	}
+}
+
+/*
+ * An identity kept with its entry: the snapshot's arrays copied into the
+ * entry's memory (the snapshot may be gone when the next statement asks).
+ */
+static void
+identity_keep(DirectoryIdentity *kept, const DirectoryIdentity *id, MemoryContext context)
+{
+	*kept = *id;
+	kept->snap_xip = kept->snap_subxip = NULL;
+	if (!id->own)
+		return;
+	if (id->snap_xcnt > 0)
+		kept->snap_xip = MemoryContextAlloc(context, sizeof(TransactionId) * id->snap_xcnt);
+	if (id->snap_subxcnt > 0)
+		kept->snap_subxip = MemoryContextAlloc(context, sizeof(TransactionId) * id->snap_subxcnt);
+	if (id->snap_xcnt > 0)
+		memcpy(kept->snap_xip, id->snap_xip, sizeof(TransactionId) * id->snap_xcnt);
+	if (id->snap_subxcnt > 0)
+		memcpy(kept->snap_subxip, id->snap_subxip, sizeof(TransactionId) * id->snap_subxcnt);
 }
 
 static bool
@@ -207,11 +233,22 @@ identity_equal(const DirectoryIdentity *a, const DirectoryIdentity *b)
 		return false;
 	if (!a->own)
 		return true;
+	if (a->snap_xmin != b->snap_xmin || a->snap_xmax != b->snap_xmax || a->snap_curcid != b->snap_curcid)
+		return false;
 	/* equal completion counts: the same transactions are visible */
-	return a->snap_completions != 0 &&
-		a->snap_completions == b->snap_completions &&
-		a->snap_xmin == b->snap_xmin && a->snap_xmax == b->snap_xmax &&
-		a->snap_curcid == b->snap_curcid;
+	if (a->snap_completions != 0 && b->snap_completions != 0)
+		return a->snap_completions == b->snap_completions;
+
+	/*
+	 * A copied snapshot has no count (the snapshot of a SQL function's or a
+	 * portal's statements): the same transactions in progress, in the same
+	 * order, are the same visibility.  Otherwise each call of such a
+	 * statement loaded the directory in full.
+	 */
+	return a->snap_xcnt == b->snap_xcnt && a->snap_subxcnt == b->snap_subxcnt &&
+		a->snap_suboverflowed == b->snap_suboverflowed &&
+		(a->snap_xcnt == 0 || memcmp(a->snap_xip, b->snap_xip, sizeof(TransactionId) * a->snap_xcnt) == 0) &&
+		(a->snap_subxcnt <= 0 || memcmp(a->snap_subxip, b->snap_subxip, sizeof(TransactionId) * a->snap_subxcnt) == 0);
 }
 
 /* Keeps at most STATES_PER_DIRECTORY per name and STATES_IN_ALL in all. */
@@ -314,7 +351,7 @@ directory_lookup(text *name, Snapshot snapshot)
 			if (directory_catch_up(catalog, base, name, &row, snapshot))
 			{
 				catch_ups++;
-				base->identity = id;
+				identity_keep(&base->identity, &id, base->context);
 				base->load_id = ++load_counter;
 				base->last_used = ++use_clock;
 				return base;
@@ -324,7 +361,7 @@ directory_lookup(text *name, Snapshot snapshot)
 
 	dir = directory_load(catalog, name, &row, snapshot);
 	full_loads++;
-	dir->identity = id;
+	identity_keep(&dir->identity, &id, dir->context);
 	dir->load_id = ++load_counter;
 	dir->last_used = ++use_clock;
 	dir->next = directories;

@@ -48,8 +48,14 @@ typedef struct DirectoryIdentity
 	bool		own;			/* our own changes may be visible */
 	TransactionId snap_xmin;	/* own: the snapshot that read it */
 	TransactionId snap_xmax;
-	uint64		snap_completions;	/* 0: a snapshot that cannot be compared */
+	uint64		snap_completions;	/* 0: a copied snapshot (CopySnapshot clears it) */
 	CommandId	snap_curcid;
+	/* without a completion count: the transactions it sees in progress */
+	uint32		snap_xcnt;
+	int32		snap_subxcnt;
+	bool		snap_suboverflowed;
+	TransactionId *snap_xip;	/* the snapshot's, or the entry's copy */
+	TransactionId *snap_subxip;
 } DirectoryIdentity;
 
 typedef struct RouteDirectory

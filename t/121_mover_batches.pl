@@ -5,7 +5,8 @@
 # releases every step and keeps every row on its source; --max-rate holds
 # the rows a second; --jobs 2 moves the two shard pairs at once; at the end
 # every row is exactly once on its tenant's shard and the pinned tenant
-# stayed.  A revert, whose target's column changes between two batches of
+# stayed.  One job claims its next batch while a batch copies, and a stop
+# gives it back.  A revert, whose target's column changes between two batches of
 # one run, stops at the check the pair runs again.
 use strict;
 use warnings;
@@ -129,6 +130,58 @@ note "migration $m: $steps slot steps, $moving rows to move";
 	is(states($m), "pending $steps", 'every step is released again');
 	is(count_on('s3', 'true'), '0', 'nothing is left on s3');
 	$shard{s3}->safe_psql('postgres', 'DROP TRIGGER tamper ON accounts');
+}
+
+# ---- the next batch claimed while one copies; a stop gives it back ----
+# Once the first batch has measured the pace, one job copying with writes
+# blocked claims its next batch as a copy begins (fenced with its claim
+# when its shard pair was checked in the run: the first batch's pair is).
+# Held at the second batch's "copied", the third is claimed and fenced;
+# SIGTERM then gives both back: nothing is left fenced, leased or on s3
+# but the first batch's rows.
+{
+	my ($out, $err) = ('', '');
+	my $h = do
+	{
+		local $ENV{CHASH_MOVE_PAUSE_AT} = 'copied:90';
+		IPC::Run::start([ 'chash_move', '--verbose', '--batch-steps', '6', '--migration', $m, $dir->connstr('postgres') ],
+			'>', \$out, '2>', \$err);
+	};
+	my ($fenced, $leases) = (0, 0);
+	my $deadline = time + 120;
+	while (time < $deadline)
+	{
+		$h->pump_nb;
+		my $paused = () = $err =~ /paused at "copied"/g;
+		if ($paused >= 2)
+		{
+			($fenced, $leases) = split /\|/, $dir->safe_psql('postgres', qq{
+                SELECT count(*) FILTER (WHERE state = 'fenced'),
+                       (SELECT count(*) FROM chash_step_lease WHERE migration = $m)
+                  FROM chash_migration_step WHERE migration = $m});
+			last if $fenced >= 12;
+		}
+		select(undef, undef, undef, 0.2);
+	}
+	is($fenced, 12, 'held after its second batch\'s copy, the mover has claimed and fenced the third');
+	is($leases, 12, 'and holds the leases of both');
+	like($err, qr/steps \d+-\d+ \(a batch of 6\): 6 slots s\d -> s3, .* fence [\d.]+ s, /,
+		'the first batch was fenced after its claim');
+	$h->signal('TERM');
+	$h->finish;
+	note "chash_move (stopped with a batch claimed beside the copy): exit $?\n$err";
+	is($? >> 8, 1, 'SIGTERM stops it');
+	is(states($m), 'done 6, pending ' . ($steps - 6), 'both batches in flight went back to pending');
+	is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
+	my $first = count_on('s3', 'true');
+	ok($first > 0, "s3 holds the first batch's $first rows");
+	my ($rc, $out2, $err2) = run_mover('--verbose', '--batch-steps', '6', '--max-steps', '18', '--migration', $m);
+	is($rc, 0, 'a rerun moves three more batches');
+	like($err2, qr/steps \d+-\d+ \(a batch of 6\): .* fenced with its claim during the last batch's copy, /,
+		'a batch claimed and fenced during the last batch\'s copy moves');
+	is($dir->safe_psql('postgres', "SELECT count(*) FROM chash_migration_step WHERE migration = $m AND state = 'done'"),
+		'24', 'its steps are done');
+	is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_step_lease'), '0', 'no lease is left');
 }
 
 # ---- --jobs 2: the two pairs at once, never both jobs on one pair ----
