@@ -60,6 +60,36 @@ compare_int64s(const ListCell *a, const ListCell *b)
 	return *x < *y ? -1 : *x > *y ? 1 : 0;
 }
 
+static int
+compare_texts(const ListCell *a, const ListCell *b)
+{
+	const text *x = lfirst(a);
+	const text *y = lfirst(b);
+	int			lx = VARSIZE_ANY_EXHDR(x);
+	int			ly = VARSIZE_ANY_EXHDR(y);
+	int			c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
+
+	return c != 0 ? c : lx < ly ? -1 : lx > ly ? 1 : 0;
+}
+
+/*
+ * The keys (text) sorted, without repeats: a shard changed by several
+ * versions is one new shard, not two (the catch-up adds a new one once).
+ */
+static List *
+unique_texts(List *list)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	list_sort(list, compare_texts);
+	foreach(lc, list)
+		if (result == NIL || compare_texts(list_tail(result), lc) != 0)
+			result = lappend(result, lfirst(lc));
+	list_free(list);
+	return result;
+}
+
 /* The list (of int64 arrays of width 1 or 2) sorted, without repeats. */
 static List *
 unique_int64s(List *list, int width)
@@ -187,6 +217,8 @@ read_history(const DirectoryCatalog *catalog, RouteDirectory *dir, text *name,
 	/* a key changed by several versions is read once */
 	keys->migrations = unique_int64s(keys->migrations, 1);
 	keys->steps = unique_int64s(keys->steps, 2);
+	keys->shards = unique_texts(keys->shards);
+	keys->tenants = unique_texts(keys->tenants);
 	return ok && chained;
 }
 
