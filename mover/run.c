@@ -189,25 +189,25 @@ fence_pairs(Server *dir, char **from, char **to)
 	if (options.online)
 		return;
 	n = checked_pairs(&src, &tgt);
+	/* the pairs the lag gate lets through first, the others after them */
 	for (int i = 0; i < n; i++)
-	{
 		if (lag_within(dir, src[i], tgt[i]))
 		{
+			char	   *s = src[kept],
+					   *t = tgt[kept];
+
 			src[kept] = src[i];
-			tgt[kept++] = tgt[i];
+			tgt[kept] = tgt[i];
+			src[i] = s;
+			tgt[i] = t;
+			kept++;
 		}
-		else
-		{
-			free(src[i]);
-			free(tgt[i]);
-		}
-	}
 	if (kept > 0)
 	{
 		*from = text_array(src, kept);
 		*to = text_array(tgt, kept);
 	}
-	for (int i = 0; i < kept; i++)
+	for (int i = 0; i < n; i++)
 	{
 		free(src[i]);
 		free(tgt[i]);

@@ -180,6 +180,12 @@ SELECT count(*) FILTER (WHERE bad(format('SELECT chash_route_for_write(%L, %L)',
 SELECT chash_steps_release(:m, :'fb');
 SELECT bad_migration(format('SELECT * FROM chash_steps_claim(%s, 3, fence => NULL)', :m));
 -- the mover's claim is fenced only for a shard pair it names
+SELECT bad_migration(format('SELECT * FROM chash_steps_lease_claim(%s, %L, %L, 2, fence_from => %L, fence_to => %L)',
+                            :m, 'mover-a', '1 hour', '{s1,s2}', '{s3}'));
+SELECT bad_migration(format('SELECT * FROM chash_steps_lease_claim(%s, %L, %L, 2, fence_from => %L)',
+                            :m, 'mover-a', '1 hour', '{s1}'));
+SELECT bad_migration(format('SELECT * FROM chash_steps_lease_claim(%s, %L, %L, 2, fence_from => %L, fence_to => %L)',
+                            :m, 'mover-a', '1 hour', '{s1,NULL}', '{s3,s3}'));
 SELECT from_shard AS next_from, to_shard AS next_to FROM chash_migration_step
  WHERE migration = :m AND state = 'pending' ORDER BY step LIMIT 1 \gset
 SELECT state, progress, claimed, count(*) AS steps

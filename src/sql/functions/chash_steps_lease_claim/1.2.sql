@@ -23,6 +23,11 @@ BEGIN
     IF $4 < 1 THEN
         RAISE EXCEPTION 'max_steps must be positive' USING ERRCODE = '22023';
     END IF;
+    IF cardinality($7) IS DISTINCT FROM cardinality($8) OR array_position($7, NULL) IS NOT NULL
+       OR array_position($8, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'fence_from and fence_to must name the same number of shards, none null'
+            USING ERRCODE = '22023';
+    END IF;
     PERFORM @extschema@.chash_migration_lock($1);
     -- Expired leases of steps released by hand: claimed again below like
     -- any pending step.
