@@ -74,7 +74,8 @@ connect_to(const char *conninfo, const char *what)
 /*
  * What a statement that has waited long waits for: the processes that
  * block it (pg_blocking_pids: a lock, or a transaction whose end it
- * awaits, in any database of the server), else its wait event.  Asked over
+ * awaits, in any database of the server), else its wait event, or that it
+ * is running: a long statement is not always a blocked one.  Asked over
  * a connection of its own, opened the first time.
  */
 static void
@@ -103,7 +104,8 @@ say_waiting(Server *server, PGconn **side, const char *label, double waited)
 					   "           ', ' ORDER BY b.pid)"
 					   "      FROM pg_catalog.pg_stat_activity b"
 					   "     WHERE b.pid OPERATOR(pg_catalog.=) ANY (pg_catalog.pg_blocking_pids($1::int))),"
-					   "   (SELECT 'no other process, wait event ' OPERATOR(pg_catalog.||) COALESCE(a.wait_event_type OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) a.wait_event, 'none')"
+					   "   (SELECT CASE WHEN a.wait_event IS NULL THEN 'no other process (it is running, waiting for nothing)'"
+					   "           ELSE 'no other process, wait event ' OPERATOR(pg_catalog.||) a.wait_event_type OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) a.wait_event END"
 					   "      FROM pg_catalog.pg_stat_activity a WHERE a.pid OPERATOR(pg_catalog.=) $1::int))",
 					   1, NULL, params, NULL, NULL, 0);
 	what = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
