@@ -112,22 +112,35 @@ login_error(Server *src, Server *tgt)
 	return error;
 }
 
+/*
+ * Whether sql's one row says true in its first column on server: 1 it does,
+ * 0 it does not (or there is no row), -1 the query failed (query has said
+ * why).
+ */
+static int
+server_says(Server *server, const char *sql, int nparams, const char *const *params)
+{
+	PGresult   *res = query(server, sql, nparams, params);
+	int			yes;
+
+	if (res == NULL)
+		return -1;
+	yes = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	return yes;
+}
+
 /* The source writes the logical WAL a slot decodes. */
 static bool
 usable_wal_level(Server *src)
 {
-	PGresult   *res = query(src, "SELECT pg_catalog.current_setting('wal_level') = 'logical'", 0, NULL);
-	bool		ok;
+	int			yes = server_says(src, "SELECT pg_catalog.current_setting('wal_level') = 'logical'", 0, NULL);
 
-	if (res == NULL)
-		return false;
-	ok = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	if (!ok)
+	if (yes == 0)
 		return cannot(format_text("wal_level\n%s", src->name),
 					  format_text("shard \"%s\" does not have wal_level = logical: steps from it are moved with writes blocked", src->name),
 					  "Set wal_level = logical there and restart it.");
-	return true;
+	return yes == 1;
 }
 
 /* chash there has its output plugin, and servers that list the plugins a slot may use list chash. */
@@ -163,18 +176,13 @@ usable_plugin(Server *src)
 static bool
 usable_superuser(Server *tgt)
 {
-	PGresult   *res = query(tgt, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user", 0, NULL);
-	bool		ok;
+	int			yes = server_says(tgt, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user", 0, NULL);
 
-	if (res == NULL)
-		return false;
-	ok = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	if (!ok)
+	if (yes == 0)
 		return cannot(format_text("superuser\n%s", tgt->name),
 					  format_text("the mover's role on shard \"%s\" is not a superuser, which CREATE SUBSCRIPTION needs: steps to it are moved with writes blocked", tgt->name),
 					  "Connect to it as a superuser in its chash_shard.server.");
-	return true;
+	return yes == 1;
 }
 
 /* The target's server logs in to the source as the subscription will (login_error). */
@@ -200,27 +208,22 @@ static bool
 usable_identity(Server *src, const TableInfo *table)
 {
 	const char *params[2] = {table->table_name, table->tenant_column};
-	PGresult   *res = query(src,
-							"SELECT c.relreplident = 'f' OR EXISTS ("
-							"         SELECT FROM pg_catalog.pg_index i"
-							"          WHERE i.indrelid = c.oid AND a.attnum = ANY (i.indkey)"
-							"            AND ((c.relreplident = 'd' AND i.indisprimary)"
-							"                 OR (c.relreplident = 'i' AND i.indisreplident)))"
-							"  FROM pg_catalog.pg_class c"
-							"  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = $2"
-							" WHERE c.oid = pg_catalog.to_regclass($1)", 2, params);
-	bool		ok;
+	int			yes = server_says(src,
+								  "SELECT c.relreplident = 'f' OR EXISTS ("
+								  "         SELECT FROM pg_catalog.pg_index i"
+								  "          WHERE i.indrelid = c.oid AND a.attnum = ANY (i.indkey)"
+								  "            AND ((c.relreplident = 'd' AND i.indisprimary)"
+								  "                 OR (c.relreplident = 'i' AND i.indisreplident)))"
+								  "  FROM pg_catalog.pg_class c"
+								  "  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = $2"
+								  " WHERE c.oid = pg_catalog.to_regclass($1)", 2, params);
 
-	if (res == NULL)
-		return false;
-	ok = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
-	if (!ok)
+	if (yes == 0)
 		return cannot(format_text("identity\n%s\n%s", src->name, table->table_name),
 					  format_text("tenant column \"%s\" of table \"%s\" is not in its replica identity on shard \"%s\": steps from there are moved with writes blocked",
 								  table->tenant_column, table->table_name, src->name),
 					  "The decoding filter judges a deletion by the old row's key, which holds the replica identity only; give the table a primary key that includes the column, or ALTER TABLE ... REPLICA IDENTITY FULL.");
-	return true;
+	return yes == 1;
 }
 
 /*

@@ -85,18 +85,7 @@ SELECT count(*) FROM chash_step_claim(:m);   -- a done migration hands out nothi
 SELECT chash_migration_revert(:m) AS r \gset
 SELECT kind, status, reverts = :m AS reverts_m FROM chash_migration WHERE id = :r;
 SELECT step, slot, from_shard, to_shard, state FROM chash_migration_step WHERE migration = :r ORDER BY step;
-DO $$
-DECLARE
-    s record;
-BEGIN
-    LOOP
-        SELECT * INTO s FROM chash_step_claim(currval('chash_migration_id_seq'));
-        EXIT WHEN NOT FOUND;
-        PERFORM chash_step_fence(currval('chash_migration_id_seq'), s.step);
-        PERFORM chash_step_complete(currval('chash_migration_id_seq'), s.step);
-    END LOOP;
-END
-$$;
+\i sql/include/run_steps.sql
 SELECT status FROM chash_migration WHERE id = :r;
 SELECT shard, count(*) FROM chash_slot WHERE directory = 'mig' GROUP BY 1 ORDER BY 1;
 SELECT shard FROM chash_slot WHERE directory = 'mig' AND slot = 0;
@@ -242,15 +231,7 @@ DROP FUNCTION bad_step(text);
 -- Privileges: the operator role of docs/directory.md (DML on the directory
 -- tables, the migration id sequence) runs migrations; an application role
 -- (SELECT) can plan and watch progress but not change anything.
-CREATE ROLE regress_chash_mig_app;
-CREATE ROLE regress_chash_mig_operator;
-GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override, chash_tenant_size,
-                chash_migration, chash_migration_step TO regress_chash_mig_app;
-GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
-      chash_tenant_size, chash_migration, chash_migration_step TO regress_chash_mig_operator;
-GRANT USAGE ON SEQUENCE chash_migration_id_seq TO regress_chash_mig_operator;
-GRANT chash_operator TO regress_chash_mig_operator;
-GRANT SELECT ON chash_migration_progress TO regress_chash_mig_app, regress_chash_mig_operator;
+\i sql/include/migration_roles.sql
 SELECT chash_create_directory('mig_priv', ARRAY['a', 'b'], 8);
 SELECT chash_add_shard('mig_priv', 'c');
 SET ROLE regress_chash_mig_app;

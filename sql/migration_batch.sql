@@ -243,21 +243,14 @@ SELECT status FROM chash_migration WHERE id = :t;
 -- Privileges: the operator role of docs/migrations.md runs batches; an
 -- application role (SELECT) cannot claim, fence (nor hold writers up
 -- through the barrier) or complete one.
-CREATE ROLE regress_chash_bat_app;
-CREATE ROLE regress_chash_bat_operator;
-GRANT SELECT ON chash_directory, chash_shard, chash_slot, chash_override, chash_tenant_size,
-                chash_migration, chash_migration_step TO regress_chash_bat_app;
-GRANT SELECT, INSERT, UPDATE, DELETE ON chash_directory, chash_shard, chash_slot, chash_override,
-      chash_tenant_size, chash_migration, chash_migration_step TO regress_chash_bat_operator;
-GRANT USAGE ON SEQUENCE chash_migration_id_seq TO regress_chash_bat_operator;
-GRANT chash_operator TO regress_chash_bat_operator;
+\i sql/include/migration_roles.sql
 SELECT chash_add_shard('bat', 's4');
 SELECT chash_migration_start('bat', max_moves => 4) AS p \gset
-SET ROLE regress_chash_bat_app;
+SET ROLE regress_chash_mig_app;
 SELECT bad_migration(format('SELECT * FROM chash_steps_claim(%s, 4)', :p));
 SELECT bad_migration(format('SELECT chash_steps_fence(%s, %L)', :p, '{1}'));
 SELECT bad_migration($$SELECT chash_fence_barrier('bat', ARRAY[1])$$);
-SET ROLE regress_chash_bat_operator;
+SET ROLE regress_chash_mig_operator;
 SELECT array_agg(step ORDER BY step) AS pb FROM chash_steps_claim(:p, 4) \gset
 SELECT :'pb'::int[] <> '{}' AS claimed;
 SELECT chash_steps_fence(:p, :'pb');
@@ -267,8 +260,8 @@ SELECT chash_steps_complete(:p, :'pb');
 RESET ROLE;
 SELECT count(*) FILTER (WHERE state = 'done') AS done FROM chash_migration_step WHERE migration = :p;
 SELECT chash_migration_cancel(:p) WHERE (SELECT status FROM chash_migration WHERE id = :p) = 'running';
-DROP OWNED BY regress_chash_bat_app, regress_chash_bat_operator;
-DROP ROLE regress_chash_bat_app, regress_chash_bat_operator;
+DROP OWNED BY regress_chash_mig_app, regress_chash_mig_operator;
+DROP ROLE regress_chash_mig_app, regress_chash_mig_operator;
 
 -- each batch function plans its statements for the batch's own array
 SELECT p.proname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang

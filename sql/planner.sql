@@ -117,17 +117,7 @@ SELECT chash_unpin('sized', 'unmeasured');
 -- Carried out, the 'bytes' plan leaves the whale on s1 and the loads as
 -- planned above; planning again finds nothing left to improve.
 SELECT chash_migration_start('sized', 'bytes') AS sized_m \gset
-DO $$
-DECLARE
-    s record;
-BEGIN
-    LOOP
-        SELECT * INTO s FROM chash_step_claim(currval('chash_migration_id_seq'));
-        EXIT WHEN NOT FOUND;
-        PERFORM chash_step_complete(currval('chash_migration_id_seq'), s.step);
-    END LOOP;
-END
-$$;
+\i sql/include/run_steps.sql
 SELECT status FROM chash_migration WHERE id = :sized_m;
 SELECT chash_route('sized', 'whale') AS whale_on;
 SELECT chash_route('sized', tenant) AS shard, sum(bytes) AS bytes

@@ -11,12 +11,7 @@ FROM redis_vectors;
 
 -- The text overload hashes the same bytes (keys that are valid UTF-8
 -- without NUL: the ones a text value can hold).
-CREATE FUNCTION pg_temp.as_text(b bytea) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    RETURN convert_from(b, 'UTF8');
-EXCEPTION WHEN others THEN
-    RETURN NULL;
-END $$;
+\i sql/include/as_text.sql
 SELECT count(*) AS text_keys,
        count(*) FILTER (WHERE chash_redis_slot(t) <> slot) AS mismatches
 FROM (SELECT pg_temp.as_text(key) AS t, slot FROM redis_vectors) v WHERE t IS NOT NULL;

@@ -6,22 +6,24 @@
 CREATE SCHEMA planted;
 CREATE TABLE planted.calls (n int);
 INSERT INTO planted.calls VALUES (0);
-CREATE FUNCTION planted.text_eq(a text, b text) RETURNS boolean LANGUAGE plpgsql AS $$
+-- The spy "=" for text and for int: planted.text_eq and planted.int_eq.
+DO $do$
+DECLARE
+    t text;
 BEGIN
-    UPDATE planted.calls SET n = n + 1;
-    RETURN a OPERATOR(pg_catalog.=) b;
+    FOREACH t IN ARRAY ARRAY['text', 'int'] LOOP
+        EXECUTE format($f$
+            CREATE FUNCTION planted.%1$s_eq(a %1$s, b %1$s) RETURNS boolean LANGUAGE plpgsql AS $spy$
+            BEGIN
+                UPDATE planted.calls SET n = n + 1;
+                RETURN a OPERATOR(pg_catalog.=) b;
+            END
+            $spy$$f$, t);
+        EXECUTE format('CREATE OPERATOR planted.= (LEFTARG = %1$s, RIGHTARG = %1$s, FUNCTION = planted.%1$s_eq,
+                            COMMUTATOR = OPERATOR(planted.=))', t);
+    END LOOP;
 END
-$$;
-CREATE OPERATOR planted.= (LEFTARG = text, RIGHTARG = text, FUNCTION = planted.text_eq,
-    COMMUTATOR = OPERATOR(planted.=));
-CREATE FUNCTION planted.int_eq(a int, b int) RETURNS boolean LANGUAGE plpgsql AS $$
-BEGIN
-    UPDATE planted.calls SET n = n + 1;
-    RETURN a OPERATOR(pg_catalog.=) b;
-END
-$$;
-CREATE OPERATOR planted.= (LEFTARG = int, RIGHTARG = int, FUNCTION = planted.int_eq,
-    COMMUTATOR = OPERATOR(planted.=));
+$do$;
 CREATE TABLE planted.sizes (org text, payload text);
 INSERT INTO planted.sizes SELECT 'org-' || i % 50, repeat('x', i) FROM generate_series(1, 500) i;
 

@@ -9,13 +9,7 @@ SELECT chash_crc16(''::bytea), chash_crc16('\x00'::bytea), chash_crc16('\xff'::b
 -- The data files hold unsigned 64-bit values; we return them as signed.
 CREATE FUNCTION pg_temp.signed64(u numeric) RETURNS bigint LANGUAGE sql IMMUTABLE AS
 $$ SELECT (CASE WHEN u >= 2::numeric ^ 63 THEN u - 2::numeric ^ 64 ELSE u END)::bigint $$;
--- Bytes that a text value can hold (valid UTF-8, no NUL), else NULL.
-CREATE FUNCTION pg_temp.as_text(b bytea) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    RETURN convert_from(b, 'UTF8');
-EXCEPTION WHEN others THEN
-    RETURN NULL;
-END $$;
+\i sql/include/as_text.sql
 
 -- XXH64 against xxhsum (seed 0) and python3-xxhash (other seeds).
 CREATE TEMP TABLE xxh64_vectors (data bytea, seed numeric, hash numeric);

@@ -26,23 +26,80 @@
 #include "redis_slot.h"
 #include "shard_names.h"
 
+/*
+ * One directory's rows of a directory table: scan_open, then scan_begin
+ * (by the table's index on the directory, or the whole table in physical
+ * order), scan_next until it returns no row (checking for interrupts
+ * before each row), scan_end.
+ */
+typedef struct DirectoryScan
+{
+	DirectoryTable which;
+	Relation	rel;
+	TupleDesc	desc;
+	const char *table;			/* its name, for messages */
+	ScanKeyData key;
+	SysScanDesc scan;
+} DirectoryScan;
+
+static void
+scan_open(DirectoryScan *s, const DirectoryCatalog *catalog, DirectoryTable which)
+{
+	s->which = which;
+	s->rel = table_open(catalog->tables[which], NoLock);
+	s->desc = RelationGetDescr(s->rel);
+	s->table = directory_table_names[which];
+}
+
+static void
+scan_begin(DirectoryScan *s, const DirectoryCatalog *catalog, AttrNumber directory_column,
+		   text *name, Snapshot snapshot, bool indexed)
+{
+	directory_name_key(&s->key, s->rel, directory_column, name);
+	s->scan = systable_beginscan(s->rel, catalog->indexes[s->which], indexed, snapshot, 1, &s->key);
+}
+
+/* The loader's directory's rows of a table, by its index. */
+static void
+scan_loader(DirectoryScan *s, DirectoryLoader *loader, DirectoryTable which, DirectoryColumn directory_column)
+{
+	scan_open(s, loader->catalog, which);
+	scan_begin(s, loader->catalog, COLUMN(loader, directory_column), loader->name, loader->snapshot, true);
+}
+
+static HeapTuple
+scan_next(DirectoryScan *s)
+{
+	HeapTuple	tuple = systable_getnext(s->scan);
+
+	if (HeapTupleIsValid(tuple))
+		CHECK_FOR_INTERRUPTS();
+	return tuple;
+}
+
+static void
+scan_end(DirectoryScan *s)
+{
+	systable_endscan(s->scan);
+	table_close(s->rel, NoLock);
+}
+
 bool
 directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapshot,
 				   DirectoryRow *row)
 {
-	Relation	rel = table_open(catalog->tables[T_DIRECTORY], NoLock);
-	TupleDesc	desc = RelationGetDescr(rel);
 	const char *n = VARDATA_ANY(name);
 	int			n_len = VARSIZE_ANY_EXHDR(name);
-	ScanKeyData key;
-	SysScanDesc scan;
+	DirectoryScan scan;
+	TupleDesc	desc;
 	HeapTuple	tuple;
 	bool		found = false;
 	const char *table = directory_table_names[T_DIRECTORY];
 
-	directory_name_key(&key, rel, catalog->columns[C_DIRECTORY_NAME], name);
-	scan = systable_beginscan(rel, catalog->indexes[T_DIRECTORY], true, snapshot, 1, &key);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	scan_open(&scan, catalog, T_DIRECTORY);
+	scan_begin(&scan, catalog, catalog->columns[C_DIRECTORY_NAME], name, snapshot, true);
+	desc = scan.desc;
+	while (HeapTupleIsValid(tuple = scan_next(&scan)))
 	{
 		bool		null_count;
 		bool		null_version;
@@ -82,8 +139,7 @@ directory_read_row(const DirectoryCatalog *catalog, text *name, Snapshot snapsho
 		row->tid = tuple->t_self;
 		row->xmin = HeapTupleHeaderGetRawXmin(tuple->t_data);
 	}
-	systable_endscan(scan);
-	table_close(rel, NoLock);
+	scan_end(&scan);
 	return found;
 }
 
@@ -91,27 +147,21 @@ static void
 load_shards(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
-	Relation	rel = table_open(loader->catalog->tables[T_SHARD], NoLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	const char *table = directory_table_names[T_SHARD];
-	ScanKeyData key;
-	SysScanDesc scan;
+	DirectoryScan scan;
 	HeapTuple	tuple;
 	int			capacity = 16;
 
 	dir->shards = palloc(sizeof(RouteShard) * capacity);
 	dir->nshards = 0;
-	directory_name_key(&key, rel, COLUMN(loader, C_SHARD_DIRECTORY), loader->name);
-	scan = systable_beginscan(rel, loader->catalog->indexes[T_SHARD], true, loader->snapshot, 1, &key);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	scan_loader(&scan, loader, T_SHARD, C_SHARD_DIRECTORY);
+	while (HeapTupleIsValid(tuple = scan_next(&scan)))
 	{
-		text	   *name = directory_row_text(tuple, desc, COLUMN(loader, C_SHARD_SHARD));
-		text	   *state = directory_row_text(tuple, desc, COLUMN(loader, C_SHARD_STATE));
+		text	   *name = directory_row_text(tuple, scan.desc, COLUMN(loader, C_SHARD_SHARD));
+		text	   *state = directory_row_text(tuple, scan.desc, COLUMN(loader, C_SHARD_STATE));
 		RouteShard *s;
 
-		CHECK_FOR_INTERRUPTS();
 		if (name == NULL)
-			BAD_ROW(loader, table, "A shard has a null name.");
+			BAD_ROW(loader, scan.table, "A shard has a null name.");
 		if (dir->nshards == capacity)
 		{
 			capacity *= 2;
@@ -122,12 +172,11 @@ load_shards(DirectoryLoader *loader)
 		s->name = cstring_to_text_with_len(VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
 		s->state = directory_row_state(state, STATE_SHARD);
 		if (s->state < 0)
-			BAD_ROW(loader, table, "Shard %s has state %s; it must be %s.",
+			BAD_ROW(loader, scan.table, "Shard %s has state %s; it must be %s.",
 					directory_quoted(name), state ? directory_quoted(state) : "null",
 					directory_state_list(STATE_SHARD));
 	}
-	systable_endscan(scan);
-	table_close(rel, NoLock);
+	scan_end(&scan);
 
 	directory_loader_map_shards(loader);
 }
@@ -136,21 +185,23 @@ static void
 load_slots(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
-	Relation	rel = table_open(loader->catalog->tables[T_SLOT], NoLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	const char *table = directory_table_names[T_SLOT];
 	AttrNumber	slot_col = COLUMN(loader, C_SLOT_SLOT);
 	AttrNumber	shard_col = COLUMN(loader, C_SLOT_SHARD);
-	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
-	bool	   *nulls = palloc(sizeof(bool) * desc->natts);
-	ScanKeyData key;
-	SysScanDesc scan;
+	DirectoryScan scan;
+	const char *table;
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *nulls;
 	HeapTuple	tuple;
 	int32		owned = 0;
 
+	scan_open(&scan, loader->catalog, T_SLOT);
+	table = scan.table;
+	desc = scan.desc;
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
 	dir->slot_owner = palloc(sizeof(int32) * dir->slot_count);
 	memset(dir->slot_owner, 0xff, sizeof(int32) * dir->slot_count);	/* -1: no owner yet */
-	directory_name_key(&key, rel, COLUMN(loader, C_SLOT_DIRECTORY), loader->name);
 
 	/*
 	 * Slots land in the array by number, so any order will do.  When the
@@ -160,16 +211,13 @@ load_slots(DirectoryLoader *loader)
 	 * row): 1,048,576 slots load in about half the time.  The table's size
 	 * in pages is always current; ~150 slot rows fill a page.
 	 */
-	scan = systable_beginscan(rel, loader->catalog->indexes[T_SLOT],
-							  (double) dir->slot_count * 4 <
-							  (double) RelationGetNumberOfBlocks(rel) * 150,
-							  loader->snapshot, 1, &key);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	scan_begin(&scan, loader->catalog, COLUMN(loader, C_SLOT_DIRECTORY), loader->name, loader->snapshot,
+			   (double) dir->slot_count * 4 < (double) RelationGetNumberOfBlocks(scan.rel) * 150);
+	while (HeapTupleIsValid(tuple = scan_next(&scan)))
 	{
 		int32		slot;
 		text	   *shard;
 
-		CHECK_FOR_INTERRUPTS();
 		heap_deform_tuple(tuple, desc, values, nulls);
 		if (nulls[slot_col - 1])
 			BAD_ROW(loader, table, "A slot row has a null slot number.");
@@ -185,8 +233,7 @@ load_slots(DirectoryLoader *loader)
 			directory_loader_bad_shard(loader, table, psprintf("Slot %d", slot), shard);
 		owned++;
 	}
-	systable_endscan(scan);
-	table_close(rel, NoLock);
+	scan_end(&scan);
 	pfree(values);
 	pfree(nulls);
 	if (owned != dir->slot_count)
@@ -202,11 +249,8 @@ static void
 load_overrides(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
-	Relation	rel = table_open(loader->catalog->tables[T_OVERRIDE], NoLock);
-	TupleDesc	desc = RelationGetDescr(rel);
 	const char *table = directory_table_names[T_OVERRIDE];
-	ScanKeyData key;
-	SysScanDesc scan;
+	DirectoryScan scan;
 	HeapTuple	tuple;
 	int			capacity = 64;
 	int			count = 0;
@@ -216,14 +260,12 @@ load_overrides(DirectoryLoader *loader)
 	size_t		map_capacity;
 	size_t		words;
 
-	directory_name_key(&key, rel, COLUMN(loader, C_OVERRIDE_DIRECTORY), loader->name);
-	scan = systable_beginscan(rel, loader->catalog->indexes[T_OVERRIDE], true, loader->snapshot, 1, &key);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	scan_loader(&scan, loader, T_OVERRIDE, C_OVERRIDE_DIRECTORY);
+	while (HeapTupleIsValid(tuple = scan_next(&scan)))
 	{
-		text	   *tenant = directory_row_text(tuple, desc, COLUMN(loader, C_OVERRIDE_TENANT));
-		text	   *shard = directory_row_text(tuple, desc, COLUMN(loader, C_OVERRIDE_SHARD));
+		text	   *tenant = directory_row_text(tuple, scan.desc, COLUMN(loader, C_OVERRIDE_TENANT));
+		text	   *shard = directory_row_text(tuple, scan.desc, COLUMN(loader, C_OVERRIDE_SHARD));
 
-		CHECK_FOR_INTERRUPTS();
 		directory_loader_tenant(loader, tenant, table, "An override");
 		if (count == capacity)
 		{
@@ -240,8 +282,7 @@ load_overrides(DirectoryLoader *loader)
 			directory_loader_bad_shard(loader, table, psprintf("The override of tenant %s", directory_quoted(tenant)), shard);
 		count++;
 	}
-	systable_endscan(scan);
-	table_close(rel, NoLock);
+	scan_end(&scan);
 
 	map_capacity = tenant_map_capacity(count);
 	words = tenant_map_filter_words(count);
@@ -264,11 +305,8 @@ static void
 load_steps(DirectoryLoader *loader)
 {
 	RouteDirectory *dir = loader->dir;
-	Relation	mrel = table_open(loader->catalog->tables[T_MIGRATION], NoLock);
 	Relation	srel = table_open(loader->catalog->tables[T_STEP], NoLock);
-	TupleDesc	mdesc = RelationGetDescr(mrel);
-	ScanKeyData key;
-	SysScanDesc scan;
+	DirectoryScan scan;
 	HeapTuple	tuple;
 	int			capacity = 16;
 	int			count = 0;
@@ -276,21 +314,19 @@ load_steps(DirectoryLoader *loader)
 
 	dir->steps = palloc(sizeof(RouteStep) * capacity);
 	/* chash_migration_running indexes running migrations by directory */
-	directory_name_key(&key, mrel, COLUMN(loader, C_MIGRATION_DIRECTORY), loader->name);
-	scan = systable_beginscan(mrel, loader->catalog->indexes[T_MIGRATION], true, loader->snapshot, 1, &key);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	scan_loader(&scan, loader, T_MIGRATION, C_MIGRATION_DIRECTORY);
+	while (HeapTupleIsValid(tuple = scan_next(&scan)))
 	{
-		text	   *status = directory_row_text(tuple, mdesc, COLUMN(loader, C_MIGRATION_STATUS));
+		text	   *status = directory_row_text(tuple, scan.desc, COLUMN(loader, C_MIGRATION_STATUS));
 		bool		id_null;
-		Datum		id = directory_row_value(tuple, mdesc, COLUMN(loader, C_MIGRATION_ID), &id_null);
+		Datum		id = directory_row_value(tuple, scan.desc, COLUMN(loader, C_MIGRATION_ID), &id_null);
 		int			state;
 
-		CHECK_FOR_INTERRUPTS();
 		if (id_null)
-			BAD_ROW(loader, directory_table_names[T_MIGRATION], "A migration has a null id.");
+			BAD_ROW(loader, scan.table, "A migration has a null id.");
 		state = directory_row_state(status, STATE_MIGRATION);
 		if (state < 0)
-			BAD_ROW(loader, directory_table_names[T_MIGRATION],
+			BAD_ROW(loader, scan.table,
 					"Migration " INT64_FORMAT " has status %s; it must be %s.",
 					DatumGetInt64(id), status ? directory_quoted(status) : "null",
 					directory_state_list(STATE_MIGRATION));
@@ -298,9 +334,8 @@ load_steps(DirectoryLoader *loader)
 			continue;
 		directory_load_migration_steps(loader, srel, DatumGetInt64(id), 0, &refs, &count, &capacity);
 	}
-	systable_endscan(scan);
+	scan_end(&scan);
 	table_close(srel, NoLock);
-	table_close(mrel, NoLock);
 	directory_index_steps(loader, refs, count);
 }
 

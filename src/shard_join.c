@@ -100,6 +100,8 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 		const char *p2[2];
 		const char *qschema;
 		char	   *query;
+		bool		directory_there;
+		bool		shard_there;
 
 		res = remote_query(conn, remote_peer, conninfo,
 						   "SELECT n.nspname FROM pg_catalog.pg_extension e "
@@ -130,36 +132,34 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 					 errhint("Run SELECT chash_directory_publish() there once, as a superuser.")));
 		PQclear(res);
 
+		/* the directory there, and the shard in it: one round trip */
 		qschema = quote_identifier(schema);
-		p1[0] = directory;
-		query = psprintf("SELECT 1 FROM %s.chash_directory WHERE name = $1", qschema);
-		res = remote_query(conn, remote_peer, conninfo, query, 1, p1);
-		if (PQntuples(res) == 0)
+		p2[0] = directory;
+		p2[1] = shard;
+		query = psprintf("SELECT EXISTS (SELECT FROM %s.chash_directory WHERE name = $1), "
+						 "       EXISTS (SELECT FROM %s.chash_shard WHERE directory = $1 AND shard = $2)",
+						 qschema, qschema);
+		res = remote_query(conn, remote_peer, conninfo, query, 2, p2);
+		directory_there = PQgetvalue(res, 0, 0)[0] == 't';
+		shard_there = PQgetvalue(res, 0, 1)[0] == 't';
+		PQclear(res);
+		if (!directory_there)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("directory \"%.*s\" does not exist on the directory database \"%s\"",
 							chash_quote_len(directory, strlen(directory)), directory, where)));
-		PQclear(res);
-
-		p2[0] = directory;
-		p2[1] = shard;
-		query = psprintf("SELECT 1 FROM %s.chash_shard WHERE directory = $1 AND shard = $2", qschema);
-		res = remote_query(conn, remote_peer, conninfo, query, 2, p2);
-		if (PQntuples(res) == 0)
+		if (!shard_there)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("shard \"%.*s\" does not exist in directory \"%.*s\"",
 							chash_quote_len(shard, strlen(shard)), shard,
 							chash_quote_len(directory, strlen(directory)), directory),
 					 errhint("Add it on the directory database with chash_add_shard() first.")));
-		PQclear(res);
 
 		p1[0] = slot_name;
-		res = remote_query(conn, remote_peer, conninfo,
-						   "SELECT 1 FROM pg_catalog.pg_replication_slots "
-						   "WHERE slot_name = $1 AND database = pg_catalog.current_database()", 1, p1);
-		has_slot = PQntuples(res) > 0;
-		PQclear(res);
+		has_slot = remote_has_rows(conn, remote_peer, conninfo,
+								   "SELECT 1 FROM pg_catalog.pg_replication_slots "
+								   "WHERE slot_name = $1 AND database = pg_catalog.current_database()", 1, p1);
 	}
 	PG_FINALLY();
 	{

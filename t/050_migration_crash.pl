@@ -26,23 +26,35 @@ $m = (split /\n/, $m)[-1];
 is($node->safe_psql('postgres', "SELECT count(*) FROM chash_migration_step WHERE migration = $m"),
 	'819', 'the plan has 819 steps');
 
-# 100 steps done, 5 fenced, 5 copying, the rest pending.
-$node->safe_psql('postgres', qq{
+# Claims $done + $fenced + $copying steps of migration $mig, one at a time
+# in step order: the first $done are fenced and completed, the next $fenced
+# fenced, the last $copying left copying.
+sub claim_steps
+{
+	my ($mig, $done, $fenced, $copying) = @_;
+	my $claimed = $done + $fenced + $copying;
+	my $upto_fenced = $done + $fenced;
+	$node->safe_psql('postgres', qq{
 	DO \$\$
 	DECLARE s record;
 	BEGIN
-		FOR i IN 1 .. 110 LOOP
-			SELECT * INTO s FROM chash_step_claim($m);
-			IF i <= 100 THEN
-				PERFORM chash_step_fence($m, s.step);
-				PERFORM chash_step_complete($m, s.step);
-			ELSIF i <= 105 THEN
-				PERFORM chash_step_fence($m, s.step);
+		FOR i IN 1 .. $claimed LOOP
+			SELECT * INTO s FROM chash_step_claim($mig);
+			IF i <= $upto_fenced THEN
+				PERFORM chash_step_fence($mig, s.step);
+			END IF;
+			IF i <= $done THEN
+				PERFORM chash_step_complete($mig, s.step);
 			END IF;
 		END LOOP;
 	END
 	\$\$;
 });
+	return;
+}
+
+# 100 steps done, 5 fenced, 5 copying, the rest pending.
+claim_steps($m, 100, 5, 5);
 is($node->safe_psql('postgres',
 	"SELECT string_agg(state || '=' || n, ',' ORDER BY state) FROM
 	   (SELECT state, count(*) n FROM chash_migration_step WHERE migration = $m GROUP BY 1) x"),
@@ -129,18 +141,7 @@ my $d = $node->safe_psql('postgres', qq{
 	SELECT chash_migration_start('crash');
 });
 $d = (split /\n/, $d)[-1];
-$node->safe_psql('postgres', qq{
-	DO \$\$
-	DECLARE s record;
-	BEGIN
-		FOR i IN 1 .. 30 LOOP
-			SELECT * INTO s FROM chash_step_claim($d);
-			IF i <= 20 THEN PERFORM chash_step_complete($d, s.step); END IF;
-			IF i > 25 THEN PERFORM chash_step_fence($d, s.step); END IF;
-		END LOOP;
-	END
-	\$\$;
-});
+claim_steps($d, 20, 5, 5);
 $node->stop('immediate');
 $node->start;
 is($node->safe_psql('postgres',

@@ -36,25 +36,9 @@ my %dirs = (
 my @dirs = sort keys %dirs;
 
 my $dir = new_node('directory', logical => 1, conf => $replication);
-my %shard;
-for my $name (qw(s1 s2 s3))
-{
-	$shard{$name} = new_node($name, logical => 1, conf => $replication);
-	$shard{$name}->safe_psql('postgres', q{
-        CREATE EXTENSION chash;
-        CREATE TABLE accounts (org_id text, id bigint, payload text, PRIMARY KEY (org_id, id));
-        CREATE TABLE items (tenant_id bigint, id bigint, payload text, PRIMARY KEY (tenant_id, id));
-        CREATE INDEX ON items (chash_tenant_slot(tenant_id, 8, 'pg_hash'));
-        CREATE TABLE things (tenant_id bigint, id bigint, payload text, PRIMARY KEY (tenant_id, id));
-        CREATE TABLE notes (org text, id bigint, payload text, PRIMARY KEY (org, id));
-    });
-}
-
-$dir->safe_psql('postgres', 'CREATE EXTENSION chash');
-my $dirconn = publish_directory($dir);
-$dir->safe_psql('postgres', q{
-    SELECT chash_create_directory('orgs', ARRAY['s1', 's2'], 64);
-    SELECT chash_add_table('orgs', 'public.accounts', 'org_id');
+my %shard = map { $_ => new_node($_, logical => 1, conf => $replication) } qw(s1 s2 s3);
+# orgs with accounts on every shard, then the other directories' tables
+my $dirconn = accounts_directory($dir, \%shard, on => [qw(s1 s2)], sql => q{
     SELECT chash_pin('orgs', 'whale', 's1');
     SELECT chash_create_directory('items', ARRAY['s1', 's2'], 8, 'pg_hash', key_type => 'bigint');
     SELECT chash_add_table('items', 'public.items', 'tenant_id');
@@ -63,6 +47,12 @@ $dir->safe_psql('postgres', q{
     SELECT chash_create_directory('reds', ARRAY['s1', 's2'], 16384, 'redis');
     SELECT chash_add_table('reds', 'public.notes', 'org');
 });
+$_->safe_psql('postgres', q{
+    CREATE TABLE items (tenant_id bigint, id bigint, payload text, PRIMARY KEY (tenant_id, id));
+    CREATE INDEX ON items (chash_tenant_slot(tenant_id, 8, 'pg_hash'));
+    CREATE TABLE things (tenant_id bigint, id bigint, payload text, PRIMARY KEY (tenant_id, id));
+    CREATE TABLE notes (org text, id bigint, payload text, PRIMARY KEY (org, id));
+}) for values %shard;
 for my $d (@dirs)
 {
 	for my $name (qw(s1 s2))

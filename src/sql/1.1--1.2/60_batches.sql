@@ -26,6 +26,8 @@
 
 \ir ../functions/chash_steps_lock/1.2.sql
 
+\ir ../functions/chash_steps_lock_claimed/1.2.sql
+
 \ir ../functions/chash_steps_claim/1.2.sql
 
 \ir ../functions/chash_steps_fence/1.2.sql

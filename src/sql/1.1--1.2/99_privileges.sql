@@ -67,6 +67,7 @@ DECLARE
         'chash_migration_finish_if_empty', 'chash_migration_insert', 'chash_step_lock',
         'chash_step_fence_barrier', 'chash_shard_subscription', 'chash_guard_name', 'chash_guard_table',
         'chash_shard_row_guard', 'chash_shard_truncate_guard', 'chash_fence_barrier', 'chash_steps_lock',
+        'chash_steps_lock_claimed',
         'chash_guard_tree', 'chash_guard_needs_final'];
     -- what chash_move calls on the directory database (mover/lease.c, mover/step.c)
     mover CONSTANT text[] := ARRAY[

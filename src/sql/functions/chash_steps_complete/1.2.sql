@@ -7,16 +7,9 @@ DECLARE
     bad record;
     t record;
 BEGIN
-    PERFORM @extschema@.chash_require(ARRAY['migration', 'steps'], ARRAY[$1 IS NULL, $2 IS NULL]);
-    SELECT l.step, l.state, l.directory INTO bad
-      FROM @extschema@.chash_steps_lock($1, $2) l
-     ORDER BY l.state NOT IN ('copying', 'fenced', 'done') DESC, l.step LIMIT 1;
-    IF bad.state NOT IN ('copying', 'fenced', 'done') THEN
-        RAISE EXCEPTION 'step % of migration % is not in flight', bad.step, $1
-            USING ERRCODE = '55000',
-                  DETAIL = pg_catalog.format('Its state is "%s"; only a claimed ("copying" or "fenced") step can complete.', bad.state);
-    END IF;
-    dir := bad.directory;
+    dir := @extschema@.chash_steps_lock_claimed($1, $2, '{copying,fenced,done}', true,
+               'step %s of migration %s is not in flight',
+               'Its state is "%s"; only a claimed ("copying" or "fenced") step can complete.');
 
     -- Slot steps: every slot still owned by from_shard, then all moved at once.
     SELECT s.step, s.slot, s.from_shard, o.shard AS owner INTO bad

@@ -4,20 +4,12 @@ CREATE FUNCTION @extschema@.chash_steps_fence(migration bigint, steps int[]) RET
     AS $$
 DECLARE
     dir text;
-    bad record;
     fence_slots int[];
     fence_tenants text[];
 BEGIN
-    PERFORM @extschema@.chash_require(ARRAY['migration', 'steps'], ARRAY[$1 IS NULL, $2 IS NULL]);
-    SELECT l.step, l.state, l.directory INTO bad
-      FROM @extschema@.chash_steps_lock($1, $2) l
-     ORDER BY l.state NOT IN ('copying', 'fenced') DESC, l.step LIMIT 1;
-    IF bad.state NOT IN ('copying', 'fenced') THEN
-        RAISE EXCEPTION 'step % of migration % is not being copied', bad.step, $1
-            USING ERRCODE = '55000',
-                  DETAIL = pg_catalog.format('Its state is "%s"; only a claimed ("copying") step can be fenced.', bad.state);
-    END IF;
-    dir := bad.directory;
+    dir := @extschema@.chash_steps_lock_claimed($1, $2, '{copying,fenced}', true,
+               'step %s of migration %s is not being copied',
+               'Its state is "%s"; only a claimed ("copying") step can be fenced.');
     -- the steps fenced already were fenced by a transaction that ended:
     -- a worker retrying after a lost connection
     WITH fenced AS (

@@ -5,8 +5,7 @@ CREATE FUNCTION @extschema@.chash_steps_lease_finish(migration bigint, steps int
 DECLARE
     bad record;
 BEGIN
-    PERFORM @extschema@.chash_require(ARRAY['migration', 'steps', 'holder'],
-                                      ARRAY[$1 IS NULL, $2 IS NULL, $3 IS NULL]);
+    -- its argument checks are this function's too
     PERFORM @extschema@.chash_steps_lease_check($1, $2, $3);
     SELECT s.step, s.state INTO bad FROM @extschema@.chash_migration_step s
      WHERE s.migration = $1 AND s.step = ANY ($2) AND s.state NOT IN ('done', 'cancelled')
