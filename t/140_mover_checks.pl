@@ -3,7 +3,10 @@
 # tables with a two-level foreign key, serial and identity keys, moved
 # blocking and online; a role's search_path that puts a schema of
 # look-alike functions and operators before pg_catalog; shards whose tables
-# differ, or whose target cannot log in to the source; the messages and
+# differ; online moves that fall back to blocking, for each of
+# online_usable's reasons (wal_level, the output plugin missing or not
+# allowed, no superuser on the target, a login the target lacks, a replica
+# identity without the tenant column); the messages and
 # exit statuses of unknown directories, left-over leases and a Ctrl-C
 # after the end; and an online move waiting for another database's open
 # transaction, ended by SIGTERM.
@@ -17,6 +20,7 @@ use lib $FindBin::RealBin;
 use ChashTest;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
+use Digest::MD5;
 
 my $mover = $ENV{CHASH_MOVE} // 'chash_move';    # another build of it, for comparisons
 my $replication = "max_replication_slots = 16\nmax_wal_senders = 16\n"
@@ -385,6 +389,157 @@ sub sequences_below
 	my $c0 = $shard{s1}->connstr('postgres');
 	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', 's1', server => \$\$$c0\$\$)});
 	is(replication_objects(), '', 'no replication object is left');
+}
+
+# ---- item 16: the other reasons an online move falls back to blocking ----
+#
+# online_usable checks the source's wal_level, chash's output plugin there,
+# the mover's role on the target and each table's replica identity on the
+# source, in that order (the login, above, between the last two).  For
+# each, one shard is given what fails the check, a tenant is moved with
+# --online, and the shard is put back.  Each case checks: one warning and
+# its hint, exit 0, the step moved blocking and done, the tenant's rows on
+# the target only, every row of the three tables on the shard its tenant
+# routes to, each table's rows (over both shards) as before the move, and
+# no replication object left.
+
+# Every row of the three tables on both shards: per table its row count and
+# a checksum of its rows, sorted ("table count md5 ...").
+sub tables_sum
+{
+	my %rows;
+	for my $s (qw(s1 s2))
+	{
+		for (split /\n/, $shard{$s}->safe_psql('postgres', q{
+            SET chash.bypass_guard = on;
+            SELECT 'a_child ' || t::text FROM a_child t UNION ALL SELECT 'b_grand ' || t::text FROM b_grand t
+            UNION ALL SELECT 'c_parent ' || t::text FROM c_parent t}))
+		{
+			my ($table, $row) = split / /, $_, 2;
+			push @{ $rows{$table} }, $row;
+		}
+	}
+	return join ' ', map { "$_ " . scalar(@{ $rows{$_} }) . ' ' . Digest::MD5::md5_hex(join "\n", sort @{ $rows{$_} }) }
+	  qw(a_child b_grand c_parent);
+}
+
+# The tenants whose rows are on a shard the directory does not route them
+# to ("tenant on shard, routed to other", '' when none).
+sub misplaced
+{
+	my @wrong;
+	for my $s (qw(s1 s2))
+	{
+		my $tenants = $shard{$s}->safe_psql('postgres', q{
+            SET chash.bypass_guard = on;
+            SELECT array_agg(DISTINCT org_id) FROM (
+                SELECT org_id FROM a_child UNION ALL SELECT org_id FROM b_grand UNION ALL SELECT org_id FROM c_parent) r});
+		push @wrong, $dir->safe_psql('postgres', qq{
+            SELECT string_agg(t || ' on $s, routed to ' || r, ', ' ORDER BY t)
+              FROM (SELECT t, chash_route('orgs', t) r FROM unnest('$tenants'::text[]) t) x WHERE r <> '$s'}) if $tenants ne '';
+	}
+	return join ', ', grep { $_ ne '' } @wrong;
+}
+
+$dir->safe_psql('postgres', "SELECT chash_pin('orgs', '$_', 's1')") for qw(f1 f2 f3 f4 f5);
+wait_applied();
+load_tenant($shard{s1}, $_) for qw(f1 f2 f3 f4 f5);
+
+# Moves $t from s1 to s2 with --online and
+# checks all that the fallback promises; $warning and $hint are the
+# patterns of the warning's text and of its hint.
+sub falls_back
+{
+	my ($what, $t, $warning, $hint) = @_;
+	my $before = tables_sum();
+	my $m = move_tenant($t, 's2');
+	my ($rc, $err) = run_mover([ '--online', '--migration', $m, $conn_a ]);
+	is($rc, 0, "$what: the move falls back to blocking and exits 0");
+	like($err, qr/warning: $warning: steps (?:from|to) (?:it|there) are moved with writes blocked\n/, "$what: it warns why");
+	like($err, qr/warning: $warning.*\n.*detail: Their writes are refused while they are copied, as without --online\.\n.*hint: .*$hint/,
+		"$what: with its detail and hint");
+	is(() = $err =~ /warning:/g, 1, "$what: one warning, said once");
+	like($err, qr/step 1: tenant '$t' s1 -> s2, 16 rows/, "$what: the step moved blocking");
+	unlike($err, qr/replication slot/, "$what: no step moved online");
+	is(fenced_times($m), '1', "$what: its writes were blocked once");
+	is($dir->safe_psql('postgres', "SELECT string_agg(state, ' ') FROM chash_migration_step WHERE migration = $m"),
+		'done', "$what: the step is done");
+	wait_applied();
+	is(rows_of($shard{s2}, $t) . ' ' . rows_of($shard{s1}, $t), '4/4/8 0/0/0', "$what: the tenant's rows are on the target only");
+	is(misplaced(), '', "$what: every row is on its tenant's shard");
+	is(tables_sum(), $before, "$what: each table has the rows it had before the move");
+	is(replication_objects(), '', "$what: no replication object is left");
+}
+
+# wal_level: it takes a restart, so the source is restarted with
+# wal_level = replica and again with logical afterwards (it has no logical
+# slot, which would keep it from starting: the cases above left none).
+{
+	$shard{s1}->safe_psql('postgres', 'ALTER SYSTEM SET wal_level = replica');
+	$shard{s1}->restart;
+	is($shard{s1}->safe_psql('postgres', 'SHOW wal_level'), 'replica', 'the source has wal_level = replica');
+	falls_back('wal_level = replica on the source', 'f1', 'shard "s1" does not have wal_level = logical',
+		qr/Set wal_level = logical there and restart it\./);
+	$shard{s1}->safe_psql('postgres', 'ALTER SYSTEM RESET wal_level');
+	$shard{s1}->restart;
+}
+
+# chash's plugin not among the source's output_plugin_libraries (the
+# setting these PostgreSQL packages have), reloaded.
+{
+	$shard{s1}->safe_psql('postgres', q{ALTER SYSTEM SET output_plugin_libraries = 'pgoutput, test_decoding'});
+	$shard{s1}->reload;
+	$shard{s1}->poll_query_until('postgres', q{SELECT current_setting('output_plugin_libraries') !~ 'chash'})
+	  or die 's1 did not reload';
+	falls_back('chash not in the source\'s output_plugin_libraries', 'f2', 'shard "s1" does not allow output plugin "chash"',
+		qr/Add chash to output_plugin_libraries there .* and reload it\./);
+	$shard{s1}->safe_psql('postgres', 'ALTER SYSTEM RESET output_plugin_libraries');
+	$shard{s1}->reload;
+	$shard{s1}->poll_query_until('postgres', q{SELECT current_setting('output_plugin_libraries') ~ 'chash'})
+	  or die 's1 did not reload';
+}
+
+# A source whose chash has no output plugin (before 1.2).  Stood in for by
+# renaming the plugin's table chash_decoding_filter, which is what the
+# check looks for: a shard of chash 1.1 would need a directory and tables
+# of its own, and the blocking move reads the source with 1.2's functions.
+{
+	$shard{s1}->safe_psql('postgres', 'ALTER TABLE chash_decoding_filter RENAME TO chash_decoding_filter_away');
+	falls_back('chash without its output plugin on the source', 'f5', 'chash on shard "s1" has no output plugin',
+		qr/Update chash there with ALTER EXTENSION chash UPDATE\./);
+	$shard{s1}->safe_psql('postgres', 'ALTER TABLE chash_decoding_filter_away RENAME TO chash_decoding_filter');
+}
+
+# The mover's role on the target is no superuser: the target's
+# chash_shard.server names a role with the grants of the recipe's mover
+# (README.md) and its sequences' (the mover advances them), which
+# blocking moves need, and no more.
+{
+	$shard{s2}->safe_psql('postgres', q{
+        CREATE ROLE plain_mover LOGIN;
+        GRANT chash_mover TO plain_mover;
+        GRANT SELECT, INSERT, DELETE ON a_child, b_grand, c_parent TO plain_mover;
+        GRANT USAGE, UPDATE ON SEQUENCE b_grand_id_seq, c_parent_id_seq TO plain_mover;
+        GRANT SELECT ON chash_shard_member, chash_directory, chash_shard, chash_slot, chash_override,
+            chash_migration, chash_migration_step TO plain_mover;});
+	my $c = $shard{s2}->connstr('postgres') . ' user=plain_mover';
+	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', 's2', server => \$\$$c\$\$)});
+	falls_back('the mover is no superuser on the target', 'f3',
+		'the mover\'s role on shard "s2" is not a superuser, which CREATE SUBSCRIPTION needs',
+		qr/Connect to it as a superuser in its chash_shard\.server\./);
+	my $c0 = $shard{s2}->connstr('postgres');
+	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', 's2', server => \$\$$c0\$\$)});
+}
+
+# A table whose replica identity on the source (a unique index of its own
+# key) leaves out the tenant column.
+{
+	$shard{s1}->safe_psql('postgres',
+		'CREATE UNIQUE INDEX a_child_id ON a_child (id); ALTER TABLE a_child REPLICA IDENTITY USING INDEX a_child_id');
+	falls_back('the tenant column not in a table\'s replica identity', 'f4',
+		'tenant column "org_id" of table "public.a_child" is not in its replica identity on shard "s1"',
+		qr/give the table a primary key that includes the column, or ALTER TABLE \.\.\. REPLICA IDENTITY FULL\./);
+	$shard{s1}->safe_psql('postgres', 'ALTER TABLE a_child REPLICA IDENTITY DEFAULT; DROP INDEX a_child_id');
 }
 
 # ---- item 10: a cycle of foreign keys has no order: refused before fencing ----
