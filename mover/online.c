@@ -172,15 +172,24 @@ usable_plugin(Server *src)
 	return true;
 }
 
-/* The mover's role on the target may CREATE SUBSCRIPTION. */
+/*
+ * The mover's role on the shard is a superuser: on the target CREATE
+ * SUBSCRIPTION needs one; on the source the publication of the tables
+ * (their owner), the replication slot, and reading output_plugin_libraries
+ * (usable_plugin, which a role without pg_read_all_settings may not).
+ */
 static bool
-usable_superuser(Server *tgt)
+usable_superuser(Server *server, bool source)
 {
-	int			yes = server_says(tgt, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user", 0, NULL);
+	int			yes = server_says(server, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user", 0, NULL);
 
+	if (yes == 0 && source)
+		return cannot(format_text("superuser\nsource\n%s", server->name),
+					  format_text("the mover's role on shard \"%s\" is not a superuser, which the publication and the replication slot there need: steps from it are moved with writes blocked", server->name),
+					  "Connect to it as a superuser in its chash_shard.server.");
 	if (yes == 0)
-		return cannot(format_text("superuser\n%s", tgt->name),
-					  format_text("the mover's role on shard \"%s\" is not a superuser, which CREATE SUBSCRIPTION needs: steps to it are moved with writes blocked", tgt->name),
+		return cannot(format_text("superuser\ntarget\n%s", server->name),
+					  format_text("the mover's role on shard \"%s\" is not a superuser, which CREATE SUBSCRIPTION needs: steps to it are moved with writes blocked", server->name),
 					  "Connect to it as a superuser in its chash_shard.server.");
 	return yes == 1;
 }
@@ -233,7 +242,8 @@ usable_identity(Server *src, const TableInfo *table)
 bool
 online_usable(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target)
 {
-	bool		ok = usable_wal_level(src) && usable_plugin(src) && usable_superuser(tgt) && usable_login(src, tgt);
+	bool		ok = usable_wal_level(src) && usable_superuser(src, true) && usable_plugin(src)
+		&& usable_superuser(tgt, false) && usable_login(src, tgt);
 
 	for (int i = 0; ok && i < ntables; i++)
 		ok = usable_identity(src, &tables[i]);
