@@ -314,7 +314,8 @@ typedef struct OnlineCopy
 	char	   *filter;			/* the decoding filters' name: the subscription's slot */
 	TallyTable *tables;
 	int			ntables;
-	long long	changed;		/* rows changed since the copy, verified in the write block */
+	long long	changed;		/* rows changed since the copy, verified by key in the write block */
+	int			scanned;		/* tables verified by a scan there instead (their changes not counted) */
 } OnlineCopy;
 
 /* online_wait_*: the target's apply failed (said once); the step cannot move online as it is */

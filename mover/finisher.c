@@ -11,6 +11,24 @@
 #include "move.h"
 
 /*
+ * What an online batch's write block verified, for its line: the rows
+ * changed since the copy, found by the tallies; a table verified by a
+ * scan instead has its changes found without counting them, said apart.
+ */
+static char *
+verified_changes(const Finish *f)
+{
+	int			keyed = f->ntables - f->scanned;
+
+	if (f->scanned == 0)
+		return format_text("%lld changed since the copy", f->changed);
+	if (keyed <= 0)
+		return format_text("%s", "the changes found by a scan");
+	return format_text("%lld changed since the copy in %d %s by key, the changes of %d %s found by a scan",
+					   f->changed, keyed, keyed == 1 ? "table" : "tables", f->scanned, f->scanned == 1 ? "table" : "tables");
+}
+
+/*
  * A completed batch's source side: once the source's replica routes its
  * rows to the target, they are deleted there (one DELETE per table) and
  * the leases finished; then the batch's line.  False: left to the leases
@@ -64,8 +82,7 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		if (f->times.fence > 0 && f->online)
 		{
 			char	   *name = online_name(b->steps[0]);
-			char	   *changed = f->changed >= 0 ? format_text("%lld changed since the copy", f->changed)
-				: format_text("%s", "the changes found by a scan");
+			char	   *changed = verified_changes(f);
 
 			report("info", "%s: %s %s -> %s online (replication slot \"%s\"), %lld rows; copy and catch-up %.3f s, last catch-up and verification (%s) %.3f s, writes blocked %.3f s",
 				   which, what, b->from_shard, b->to_shard, name,

@@ -87,7 +87,8 @@ typedef struct Finish
 	bool		online;
 	long long	rows;
 	long long	bytes;
-	long long	changed;		/* online: rows changed since the copy, verified by the tallies (-1: by a scan) */
+	long long	changed;		/* online: rows changed since the copy, verified by the tallies */
+	int			scanned;		/* online: tables verified by a scan instead, their changes not in changed */
 	MoveTimes	times;
 	char		identity[DIR_IDENTITY_SIZE];	/* the job's dir_identity when the batch completed */
 } Finish;

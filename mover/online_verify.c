@@ -208,7 +208,8 @@ online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables, con
 	/* what the tally decoded since it was last read: up to the fence's message at least (it has been applied) */
 	bool		tallied = tally_read(copy);
 
-	copy->changed = tallied ? 0 : -1;
+	copy->changed = 0;
+	copy->scanned = 0;
 	if (command(tgt, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 		&& command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 	{
@@ -221,7 +222,7 @@ online_verify_tail(Server *src, Server *tgt, TableInfo *tables, int ntables, con
 				v = verify_by_keys(src, tgt, &tables[i], copy->table_rows[i], target, batch, t, copy, rows);
 			else
 			{
-				copy->changed = -1;
+				copy->scanned++;
 				v = verify_by_scan(src, tgt, &tables[i], target, batch, src_changed, tgt_changed, rows);
 			}
 		}

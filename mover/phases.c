@@ -273,7 +273,8 @@ phase_clean_up(Move *m)
 	f.online = m->copy == &online_copy;
 	f.rows = m->rows;
 	f.bytes = m->bytes;
-	f.changed = m->copied.known ? m->copied.changed : -1;
+	f.changed = m->copied.known ? m->copied.changed : 0;
+	f.scanned = m->copied.known ? m->copied.scanned : m->ntables;
 	f.times = m->times;
 	memcpy(f.identity, dir_identity, sizeof(f.identity));
 	m->moved = m->rows;

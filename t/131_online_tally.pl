@@ -199,6 +199,44 @@ $shard{s2}->safe_psql('postgres', 'DROP TRIGGER tamper ON accounts');
 		'0', 'no slot is left on the source, the tally\'s neither');
 }
 
+# two tables, the first by name verified by a scan (REPLICA IDENTITY FULL:
+# the tally has no key for its rows), the second by key: the line counts
+# the keyed table's changed rows and says the other's were found by a scan
+{
+	$_->safe_psql('postgres', q{
+        CREATE TABLE ab_full (org_id text, note text);
+        ALTER TABLE ab_full REPLICA IDENTITY FULL;
+    }) for values %shard;
+	$dir->safe_psql('postgres', q{SELECT chash_add_table('orgs', 'public.ab_full', 'org_id')});
+	shard_applied($dir, $_) or die 'a shard did not apply the directory' for values %shard;
+	$shard{s1}->safe_psql('postgres', q{
+        INSERT INTO ab_full SELECT 'org-' || g, 'initial' FROM generate_series(1, 400) g
+         WHERE chash_route('orgs', 'org-' || g) = 's1'});
+	my $ab_rows = $shard{s1}->safe_psql('postgres', 'SELECT count(*) FROM ab_full');
+	my ($status, $err, $wrote) = move_writing(also => sub {
+		my ($t) = @_;
+		$shard{s1}->safe_psql('postgres', qq{
+            INSERT INTO ab_full VALUES ('$t', 'new');
+            UPDATE ab_full SET note = 'changed' WHERE org_id = '$t' AND note = 'initial'});
+	});
+	is($status, 0, 'two tables, the scanned one first: the batch moves');
+	like($err, qr/4 slots s1 -> s2 online .*last catch-up and verification \((\d+) changed since the copy in 1 table by key, the changes of 1 table found by a scan\)/,
+		'its line counts the keyed table\'s changed rows and says the other table was scanned');
+	my ($changed) = $err =~ /\((\d+) changed since the copy in 1 table by key/;
+	ok(defined $changed && $changed >= 3 * $wrote, "the count is the keyed table's alone (" . ($changed // 'none') . " for $wrote tenants)");
+	my ($rows, $misplaced) = (0, 0);
+	for my $s (sort keys %shard)
+	{
+		my ($n, $away) = split /\|/, $shard{$s}->safe_psql('postgres', qq{
+            SET chash.bypass_guard = on;
+            SELECT count(*), count(*) FILTER (WHERE chash_route('orgs', org_id) <> '$s') FROM ab_full});
+		$rows += $n;
+		$misplaced += $away;
+	}
+	is($rows, $ab_rows + 1, 'the scanned table\'s rows are there once, the one inserted too');
+	is($misplaced, 0, 'each on its tenant\'s shard');
+}
+
 # every row once, on its tenant's shard, the client's with their last payload
 {
 	shard_applied($dir, $_) or die 'a shard did not apply the directory' for values %shard;
