@@ -237,14 +237,3 @@ remote_query(PGconn *conn, const char *what, const char *conninfo, const char *q
 												  conninfo_display(conninfo)), NULL);
 	return res;
 }
-
-bool
-remote_has_rows(PGconn *conn, const char *what, const char *conninfo, const char *query,
-				int nparams, const char *const *params)
-{
-	PGresult   *res = remote_query(conn, what, conninfo, query, nparams, params);
-	bool		found = PQntuples(res) > 0;
-
-	PQclear(res);
-	return found;
-}

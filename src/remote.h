@@ -62,8 +62,4 @@ extern void remote_report_failure(PGconn *conn, PGresult *res, char *message,
 extern PGresult *remote_query(PGconn *conn, const char *what, const char *conninfo,
 							  const char *query, int nparams, const char *const *params);
 
-/* Whether a query that must succeed (remote_query) returns a row. */
-extern bool remote_has_rows(PGconn *conn, const char *what, const char *conninfo,
-							const char *query, int nparams, const char *const *params);
-
 #endif

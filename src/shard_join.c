@@ -157,9 +157,11 @@ chash_shard_remote_check(PG_FUNCTION_ARGS)
 					 errhint("Add it on the directory database with chash_add_shard() first.")));
 
 		p1[0] = slot_name;
-		has_slot = remote_has_rows(conn, remote_peer, conninfo,
-								   "SELECT 1 FROM pg_catalog.pg_replication_slots "
-								   "WHERE slot_name = $1 AND database = pg_catalog.current_database()", 1, p1);
+		res = remote_query(conn, remote_peer, conninfo,
+						   "SELECT 1 FROM pg_catalog.pg_replication_slots "
+						   "WHERE slot_name = $1 AND database = pg_catalog.current_database()", 1, p1);
+		has_slot = PQntuples(res) > 0;
+		PQclear(res);
 	}
 	PG_FINALLY();
 	{
