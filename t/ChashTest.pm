@@ -15,7 +15,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
 our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied join_shards allow_chash_plugin
-  accounts_directory shard_write_on accounts_rows);
+  accounts_directory shard_write_on accounts_rows debian_hba password_role as_role);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
 # directory database, or a shard the mover's online moves read from, whose
@@ -208,6 +208,69 @@ sub allow_chash_plugin
 		$node->reload;
 	}
 	return;
+}
+
+# Authenticates as Debian ships pg_hba.conf: the bootstrap superuser (the
+# operating-system user running the test) by peer on the socket, every
+# other role by password (scram-sha-256), locally and over TCP.  A
+# connection the server makes with its own identity therefore gets a
+# superuser session only when it asks for the superuser by name, exactly
+# the hole the postgres_fdw rule closes (docs/security.md).
+sub debian_hba
+{
+	my (@nodes) = @_;
+	for my $node (@nodes)
+	{
+		my $su = $node->safe_psql('postgres', 'SELECT current_user');
+		$node->append_conf('postgresql.conf', "password_encryption = 'scram-sha-256'");
+		open my $fh, '>', $node->data_dir . '/pg_hba.conf' or die "pg_hba.conf: $!";
+		print $fh <<"HBA";
+local   all          $su                 peer
+local   all          all                 scram-sha-256
+host    all          all  127.0.0.1/32   scram-sha-256
+host    all          all  ::1/128        scram-sha-256
+local   replication  $su                 peer
+local   replication  all                 scram-sha-256
+host    replication  all  127.0.0.1/32   scram-sha-256
+HBA
+		close $fh;
+		$node->reload;
+	}
+	return;
+}
+
+# Creates (or alters) login role $role with password $password (default:
+# the role's name) on $node, plus any role options in $opt{options} (say
+# 'REPLICATION' or 'IN ROLE chash_operator').  Returns the conninfo of
+# $node's postgres database as that role, with its password.
+sub password_role
+{
+	my ($node, $role, %opt) = @_;
+	my $password = $opt{password} // $role;
+	my $options = $opt{options} // '';
+	$node->safe_psql('postgres', qq{
+        DO \$\$BEGIN
+            IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$role') THEN
+                CREATE ROLE "$role" LOGIN;
+            END IF;
+        END\$\$;
+        ALTER ROLE "$role" LOGIN PASSWORD '$password' $options;
+    });
+	return $node->connstr('postgres') . " user=$role password=$password";
+}
+
+# Runs $sql on $node's $opt{db} (default postgres) as the conninfo $conn
+# gives (password_role's answer): returns (exit code, stdout, stderr), as
+# PostgreSQL::Test::Cluster::psql does.
+sub as_role
+{
+	my ($node, $conn, $sql, %opt) = @_;
+	my ($out, $err) = ('', '');
+	my $c = $conn;
+	$c =~ s/dbname='[^']*'/dbname='$opt{db}'/ if defined $opt{db};
+	my $rc = $node->psql('postgres', $sql, connstr => $c, stdout => \$out, stderr => \$err,
+		on_error_stop => 1);
+	return ($rc, $out, $err);
 }
 
 1;
