@@ -40,6 +40,7 @@ usage(void)
 	printf("      --online            copy with logical replication while writes go on;\n"
 		   "                          writes wait only for the final catch-up\n");
 	printf("  -v, --verbose           report every step\n");
+	printf("  -V, --version           show the version, then exit\n");
 	printf("  -?, --help              show this help, then exit\n\n");
 	printf("DIRECTORY_CONNINFO is a libpq connection string or URI for the directory\n"
 		   "database.  The shards are reached through chash_shard.server: a connection\n"
@@ -109,7 +110,8 @@ parse_options(int argc, char **argv)
 		{"dry-run", no_argument, NULL, 'D'},
 		{"max-lag", required_argument, NULL, 'G'},
 		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, '?'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0}
 	};
 	int			c;
@@ -119,7 +121,13 @@ parse_options(int argc, char **argv)
 		usage();
 		exit(0);
 	}
-	while ((c = getopt_long(argc, argv, "m:d:j:n:v?", long_options, NULL)) != -1)
+	if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0))
+	{
+		printf("%s (chash) %s\n", PROGNAME, CHASH_VERSION);
+		exit(0);
+	}
+	/* '?' is no option letter: getopt answers '?' for an unknown option */
+	while ((c = getopt_long(argc, argv, "m:d:j:n:vV", long_options, NULL)) != -1)
 	{
 		switch (c)
 		{
@@ -166,8 +174,15 @@ parse_options(int argc, char **argv)
 			case 'v':
 				options.verbose = true;
 				break;
+			case 'h':
+				usage();
+				exit(0);
+			case 'V':
+				printf("%s (chash) %s\n", PROGNAME, CHASH_VERSION);
+				exit(0);
 			case '?':
-				if (optopt == 0 || optopt == '?')
+				/* -? asks for help; anything else getopt did not know is bad usage */
+				if (optopt == '?')
 				{
 					usage();
 					exit(0);
