@@ -142,9 +142,11 @@ SELECT chash_steps_max() = current_setting('max_locks_per_transaction')::int
 -- leases over a batch
 SELECT step, state, progress FROM chash_steps_lease_claim(:m, 'mover-a', '1 hour', 3);
 SELECT array_agg(step ORDER BY step) AS lb FROM chash_step_lease WHERE migration = :m \gset
+SELECT bad_migration($$SELECT chash_add_table('bat', 'public.bat_late', 'tenant')$$);   -- copying
 SELECT bad_migration(format('SELECT chash_steps_lease_fence(%s, %L, %L, %L)', :m, :'lb', 'mover-b', '1 hour'));
 SELECT bad_migration(format('SELECT chash_steps_lease_complete(%s, %L, %L, %L)', :m, :'lb', 'mover-a', '1 hour'));
 SELECT chash_steps_lease_fence(:m, :'lb', 'mover-a', '1 hour');
+SELECT bad_migration($$SELECT chash_add_table('bat', 'public.bat_late', 'tenant')$$);   -- fenced
 SELECT bad_migration(format('SELECT chash_steps_lease_record(%s, %L, %L, %L, %L)', :m, :'lb', 'mover-a', 'subscribed', '1 hour'));
 SELECT bad_migration(format('SELECT chash_steps_lease_record(%s, %L, %L, %L, %L, %L)', :m, :'lb', 'mover-a', 'copied', '1 hour', '{1}'));
 SELECT chash_steps_lease_record(:m, :'lb', 'mover-a', 'copied', '1 hour', ARRAY[10, 20, 30], NULL);
@@ -156,6 +158,11 @@ SELECT bad_migration(format('SELECT chash_steps_lease_complete(%s, %L, %L, %L)',
 SELECT chash_steps_lease_complete(:m, :'lb', 'mover-b', '1 hour');
 SELECT step, holder, progress FROM chash_step_lease WHERE migration = :m ORDER BY step;
 SELECT bad_migration(format('SELECT chash_steps_lease_release(%s, %L, %L)', :m, :'lb', 'mover-b'));
+-- a table is neither registered nor unregistered while a batch is in
+-- flight: copying (above), fenced (above) or, as here, completed with its
+-- source delete still to come
+SELECT bad_migration($$SELECT chash_add_table('bat', 'public.bat_late', 'tenant')$$);
+SELECT bad_migration($$SELECT chash_drop_table('bat', 'public.bat_tenants')$$);
 SELECT chash_steps_lease_finish(:m, :'lb', 'mover-b');
 SELECT count(*) AS leases FROM chash_step_lease WHERE migration = :m;
 -- a batch given up: released, leases gone
@@ -165,6 +172,9 @@ SELECT bad_migration(format('SELECT chash_steps_lease_finish(%s, %L, %L)', :m, :
 SELECT chash_steps_lease_release(:m, :'lb', 'mover-a');
 SELECT count(*) AS leases, (SELECT count(*) FROM chash_migration_step WHERE migration = :m AND state = 'copying') AS copying
   FROM chash_step_lease WHERE migration = :m;
+-- nothing in flight: registering and unregistering work again
+SELECT chash_add_table('bat', 'public.bat_late', 'tenant');
+SELECT chash_drop_table('bat', 'public.bat_late');
 
 -- a claim fenced with it (chash_steps_claim's fence; the mover's blocking
 -- batches of a pair it has checked): pending -> fenced in one version and

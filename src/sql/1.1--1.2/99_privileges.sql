@@ -67,7 +67,7 @@ DECLARE
         'chash_migration_finish_if_empty', 'chash_migration_insert', 'chash_step_lock',
         'chash_step_fence_barrier', 'chash_shard_subscription', 'chash_guard_name', 'chash_guard_table',
         'chash_shard_row_guard', 'chash_shard_truncate_guard', 'chash_fence_barrier', 'chash_steps_lock',
-        'chash_steps_lock_claimed',
+        'chash_steps_lock_claimed', 'chash_table_registration_check',
         'chash_guard_tree', 'chash_guard_needs_final'];
     -- what chash_move calls on the directory database (mover/lease.c, mover/step.c)
     mover CONSTANT text[] := ARRAY[
@@ -125,3 +125,8 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- Registering a table refuses while a lease of the directory is held
+-- (chash_table_registration_check, called with the operator's rights), so
+-- an operator may see the leases.
+GRANT SELECT ON @extschema@.chash_step_lease TO chash_operator;
