@@ -1,4 +1,6 @@
--- A history entry that is there already is a version used twice: recorded
+-- An origin entry of a server other than the one the shard recorded came
+-- from another history (the stream of a server promoted elsewhere).  A
+-- history entry that is there already is a version used twice: recorded
 -- and skipped, so that the apply goes on (a duplicate key would stop it
 -- for good, and roll the record back with it).
 CREATE FUNCTION @extschema@.chash_replica_change_check() RETURNS trigger
@@ -6,7 +8,13 @@ CREATE FUNCTION @extschema@.chash_replica_change_check() RETURNS trigger
 DECLARE
     recorded text;
 BEGIN
-    IF NEW.kind = 'origin' THEN
+    -- Another server's origin entry contradicts the replica only when the
+    -- subscription's stream brings it.  chash_shard_repoint, in a client
+    -- session, inserts the new server's entries on purpose, having compared
+    -- the two histories itself.
+    IF NEW.kind = 'origin'
+       AND (SELECT a.backend_type FROM pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) a)
+           = 'logical replication worker' THEN
         SELECT o.system_identifier || ':' || o.timeline INTO recorded FROM @extschema@.chash_shard_origin o
          WHERE o.subscription = @extschema@.chash_shard_subscription();
         IF recorded <> NEW.key THEN
