@@ -44,7 +44,9 @@ sub run_mover
 	my ($crash_at, @args) = @_;
 	my ($out, $err) = ('', '');
 	local $ENV{CHASH_MOVE_CRASH_AT} = $crash_at // '';
-	IPC::Run::run([ 'chash_move', '--verbose', '--online', '--lease', '1', '--directory', 'orgs', @args,
+	@args = ('--online', '--directory', 'orgs', @args) unless grep { /^--(migration|blocking)$/ } @args;
+	@args = grep { $_ ne '--blocking' } @args;
+	IPC::Run::run([ 'chash_move', '--verbose', '--lease', '1', @args,
 					$dir->connstr('postgres') ], '>', \$out, '2>', \$err);
 	my $status = $? & 127 ? 'signal ' . ($? & 127) : $? >> 8;
 	note "chash_move @args: $status\n$err";
@@ -76,5 +78,43 @@ is(objects(), 's1: s2:', 'nothing is left on the shards');
 is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_replication_object'), '0', 'nor in the record');
 is($shard{s2}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '20000', 'the whale is on s2');
 is($shard{s1}->safe_psql('postgres', q{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '0', 'and gone from s1');
+
+# ---- a cancelled online batch ----
+# The whale moves back online; the mover is killed once the subscription
+# streams, and the migration is cancelled: its step keeps its lease, and
+# its subscription on s1 goes on applying what s2 publishes of the whale.
+# A new migration of the same tenant must not be claimed then: moved
+# blocking, its deletion on s2 would reach s1 through that subscription
+# and take the rows it had just copied.  It is refused, naming the
+# cancelled migration; a mover of that one takes its copy off s1 and drops
+# its objects; then the new one moves the whale with every row.
+my $a = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's1')});
+($status) = run_mover('subscribed', '--online', '--migration', $a);
+is($status, 'signal 9', 'cancelled batch: the mover is killed once the subscription streams');
+$dir->safe_psql('postgres', "SELECT chash_migration_cancel($a)");
+is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $a")
+	. ' ' . $dir->safe_psql('postgres', "SELECT count(*) FROM chash_step_lease WHERE migration = $a"),
+	'cancelled 1', 'the step is cancelled and keeps its lease');
+is(objects(), 's1:subscription s2:slot,publication', 'its objects are left streaming');
+$shard{s2}->safe_psql('postgres', q{INSERT INTO accounts SELECT 'whale', i, 'late' FROM generate_series(20001, 20100) i});
+my $b = $dir->safe_psql('postgres', q{SELECT chash_migration_move_tenant('orgs', 'whale', 's1')});
+($status, $err) = run_mover(undef, '--blocking', '--migration', $b);
+is($status, '1', 'the new migration is not moved while the cancelled one holds its step');
+like($err, qr/migration $a of directory "orgs" still has steps in flight.*hint: Finish them first with chash_move --migration $a/s,
+	'it names the cancelled migration and what to run');
+is($shard{s2}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '20100', 'every row is still on s2');
+sleep 2;
+($status, $err) = run_mover(undef, '--migration', $a);
+is($status, '0', 'a mover of the cancelled migration finishes its step');
+is(objects(), 's1: s2:', 'its objects are dropped');
+is($shard{s1}->safe_psql('postgres', q{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '0',
+	'and its copy is off s1');
+($status) = run_mover(undef, '--blocking', '--migration', $b);
+is($status, '0', 'then the new migration moves the whale');
+is($shard{s1}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '20100', 'with every row on s1');
+is($shard{s2}->safe_psql('postgres', q{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '0',
+	'and none left on s2');
+is(objects(), 's1: s2:', 'nothing is left on the shards');
+$_->stop('fast') for ($dir, values %shard);
 
 done_testing();

@@ -24,6 +24,7 @@ DECLARE
     chosen int[];
     fence_slots int[];
     fence_tenants text[];
+    other record;
 BEGIN
     PERFORM @extschema@.chash_require(ARRAY['migration', 'max_steps', 'fence'],
                                       ARRAY[$1 IS NULL, $2 IS NULL, $5 IS NULL]);
@@ -36,6 +37,25 @@ BEGIN
     SELECT m.status INTO st FROM @extschema@.chash_migration m WHERE m.id = $1 FOR KEY SHARE;
     IF st <> 'running' THEN
         RETURN;                 -- nothing left to claim: the worker stops
+    END IF;
+    -- Nothing is claimed while another migration of the directory still
+    -- holds steps (a cancelled or abandoned batch, a completed one whose
+    -- source delete is to come): an online batch's subscription may still
+    -- stream from its source, and would carry this batch's deletions
+    -- there to its target.  A mover of that migration finishes them first.
+    SELECT l.migration, pg_catalog.count(*) AS steps INTO other
+      FROM @extschema@.chash_step_lease l
+      JOIN @extschema@.chash_migration m ON m.id OPERATOR(pg_catalog.=) l.migration
+     WHERE m.directory OPERATOR(pg_catalog.=) dir AND l.migration OPERATOR(pg_catalog.<>) $1
+     GROUP BY l.migration ORDER BY l.migration LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'migration % of directory "%" still has steps in flight', other.migration,
+                @extschema@.chash_message_text(dir)
+            USING ERRCODE = '55000',
+                  DETAIL = pg_catalog.format('%s step(s) of migration %s hold a lease: a batch cancelled or abandoned while it moved, or completed with its rows on the source still to delete. Its replication objects may still stream from its source.',
+                                             other.steps, other.migration),
+                  HINT = pg_catalog.format('Finish them first with chash_move --migration %s; it takes their copies off the targets, drops their replication objects and deletes what was moved.',
+                                           other.migration);
     END IF;
     SELECT p.step, p.from_shard, p.to_shard, p.slot IS NULL AS by_tenant INTO first
       FROM @extschema@.chash_migration_step p
