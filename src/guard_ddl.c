@@ -34,6 +34,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/parse_type.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -232,6 +233,26 @@ check_joining(Oid parent, List *guards, RangeVar *joining_rv)
 			 errhint("Add the table empty and write its rows through the guard, or have a member of chash_operator add it.")));
 }
 
+/*
+ * Whether ALTER COLUMN ... TYPE keeps every value of the column as it is:
+ * the same type (a new collation or length, as the guard's own hint
+ * advises for a nondeterministic collation) and no USING expression.
+ */
+static bool
+keeps_values(Oid relid, const char *column, ColumnDef *def)
+{
+	AttrNumber	attnum = get_attnum(relid, column);
+	Oid			old_type;
+	Oid			new_type;
+
+	if (attnum == InvalidAttrNumber || def == NULL || !IsA(def, ColumnDef) ||
+		def->raw_default != NULL || def->typeName == NULL)
+		return false;
+	old_type = get_atttype(relid, attnum);
+	new_type = LookupTypeNameOid(NULL, def->typeName, true);
+	return OidIsValid(new_type) && new_type == old_type;
+}
+
 static void
 check_alter_table(AlterTableStmt *stmt, Oid chash_namespace)
 {
@@ -272,6 +293,10 @@ check_alter_table(AlterTableStmt *stmt, Oid chash_namespace)
 					refuse("permission denied to change when the guard of table \"%s\" fires", relid, g);
 				break;
 			case AT_AlterColumnType:
+				if ((g = guard_of_column(guards, cmd->name)) != NULL &&
+					!keeps_values(relid, cmd->name, (ColumnDef *) cmd->def))
+					refuse("permission denied to change the tenant column of guarded table \"%s\"", relid, g);
+				break;
 			case AT_DropColumn:
 				if ((g = guard_of_column(guards, cmd->name)) != NULL)
 					refuse("permission denied to change the tenant column of guarded table \"%s\"", relid, g);

@@ -115,6 +115,8 @@ my @tamper = (
 	[ 'ALTER COLUMN TYPE of the tenant column (a rewrite: no trigger fires)',
 		qq{ALTER TABLE accounts ALTER COLUMN org_id TYPE text USING '$foreign'},
 		qr/permission denied to change the tenant column of guarded table "accounts"/ ],
+	[ 'ALTER COLUMN TYPE of the tenant column to another type', q{ALTER TABLE accounts ALTER COLUMN org_id TYPE varchar(40)},
+		qr/tenant column/ ],
 	[ 'RENAME COLUMN of the tenant column', q{ALTER TABLE accounts RENAME COLUMN org_id TO o}, qr/tenant column/ ],
 	[ 'ADD COLUMN of the tenant column', qq{ALTER TABLE accounts ADD COLUMN IF NOT EXISTS org_id text DEFAULT '$foreign'},
 		qr/tenant column/ ],
@@ -156,8 +158,9 @@ is(status(), '{public.accounts,public.parts} {}', 'after the attempts both table
     ALTER TABLE accounts ENABLE TRIGGER $g;
     ALTER TABLE accounts ENABLE TRIGGER ALL;
     ALTER TABLE accounts ALTER COLUMN v TYPE varchar(100);
+    ALTER TABLE accounts ALTER COLUMN org_id TYPE text COLLATE "C";
 });
-is($rc, 0, 'the owner adds an empty child and enables triggers') or diag($err);
+is($rc, 0, 'the owner adds an empty child, enables triggers, changes the tenant column\'s collation') or diag($err);
 ($rc, $out, $err) = attempt($owner, qq{INSERT INTO kid VALUES ('$foreign', 1500, 'x')});
 like($err, qr/ERROR:  SH001:/, 'the new child is guarded');
 is(status(), '{public.accounts,public.parts} {}', 'and enforced');
