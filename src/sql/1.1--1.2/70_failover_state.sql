@@ -90,7 +90,8 @@ SELECT m.directory,
        END AS streaming,
        @extschema@.chash_shard_refusal(m.directory) AS refusal,
        @extschema@.chash_stats_tracking() AS stats_tracked,
-       @extschema@.chash_shard_refusal_code(m.directory) AS refusal_code
+       @extschema@.chash_shard_refusal_code(m.directory) AS refusal_code,
+       t.unenforced_tables
 FROM @extschema@.chash_shard_member m
 LEFT JOIN @extschema@.chash_directory d ON d.name = m.directory
 LEFT JOIN pg_subscription s ON s.subname = m.subscription
@@ -102,11 +103,42 @@ CROSS JOIN LATERAL (
                     FILTER (WHERE to_regclass(x.table_name) IS NOT NULL), '{}') AS present_tables,
            coalesce(array_agg(x.table_name ORDER BY x.table_name)
                     FILTER (WHERE to_regclass(x.table_name) IS NULL), '{}') AS missing_tables,
+           coalesce(array_agg(x.table_name ORDER BY x.table_name) FILTER (WHERE x.enforced), '{}') AS guarded_tables,
            coalesce(array_agg(x.table_name ORDER BY x.table_name)
-                    FILTER (WHERE EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = to_regclass(x.table_name)
-                                          AND g.tgname = ('chash_guard_' || left(md5(m.directory), 12))::name)),
-                    '{}') AS guarded_tables
-    FROM @extschema@.chash_table x WHERE x.directory = m.directory
+                    FILTER (WHERE to_regclass(x.table_name) IS NOT NULL AND NOT x.enforced), '{}') AS unenforced_tables
+    FROM (
+        -- Enforced: the table and every table under it (inheritance
+        -- children, partitions) has its row guard, the guard's own
+        -- function, firing as chash makes it ('O': in every session but
+        -- replica ones); each but a partition (which TRUNCATE of its
+        -- parent covers) its TRUNCATE guard likewise; and no final-row
+        -- guard that fires otherwise.
+        SELECT r.table_name,
+               to_regclass(r.table_name) IS NOT NULL AND NOT EXISTS (
+                   WITH RECURSIVE tree(oid, partition) AS (
+                       SELECT to_regclass(r.table_name)::oid, false
+                       UNION
+                       SELECT i.inhrelid, c.relispartition
+                         FROM pg_inherits i JOIN tree ON i.inhparent = tree.oid
+                         JOIN pg_class c ON c.oid = i.inhrelid
+                   )
+                   SELECT FROM tree
+                    WHERE NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = tree.oid
+                                         AND g.tgname = ('chash_guard_' || left(md5(m.directory), 12))::name
+                                         AND g.tgfoid = '@extschema@.chash_shard_row_guard()'::regprocedure
+                                         AND g.tgenabled = 'O')
+                       OR (NOT tree.partition
+                           AND NOT EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = tree.oid
+                                              AND g.tgname = ('chash_guard_truncate_' || left(md5(m.directory), 12))::name
+                                              AND g.tgfoid = '@extschema@.chash_shard_truncate_guard()'::regprocedure
+                                              AND g.tgenabled = 'O'))
+                       OR EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = tree.oid
+                                     AND g.tgname = ('chash_guard_' || left(md5(m.directory), 12) || '_final')::name
+                                     AND (g.tgfoid <> '@extschema@.chash_shard_row_guard()'::regprocedure
+                                          OR g.tgenabled <> 'O'))
+               ) AS enforced
+          FROM @extschema@.chash_table r WHERE r.directory = m.directory
+    ) x
 ) t;
 COMMENT ON VIEW @extschema@.chash_shard_status IS
-    'per joined directory: shard, subscription, replicated version, initial copy done, lag, registered tables present, missing and guarded here; the directory database''s identity as recorded, a divergence seen, whether the replica streams, and why the shard cannot vouch for it (refusal); whether load statistics are counted; the refusal''s SQLSTATE (refusal_code: SH002 lasting, SH003 transient)';
+    'per joined directory: shard, subscription, replicated version, initial copy done, lag, registered tables present, missing and guarded here; the directory database''s identity as recorded, a divergence seen, whether the replica streams, and why the shard cannot vouch for it (refusal); whether load statistics are counted; the refusal''s SQLSTATE (refusal_code: SH002 lasting, SH003 transient); registered tables present here whose guard is not enforced (unenforced_tables)';
