@@ -1,6 +1,6 @@
 /*
  * chash_move: carries out a running chash migration between servers
- * (README.md, "chash_move").  Shared declarations of its files, one
+ * (docs/chash_move.md).  Shared declarations of its files, one
  * concept each: options, connections, registered tables, a batch's
  * phases (move.h), leases, the progress line and messages.
  */

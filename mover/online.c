@@ -1,5 +1,5 @@
 /*
- * Online moves (--online, README.md "Online moves"; docs/shards.md): the
+ * Online moves (--online, docs/chash_move.md "Online moves"; docs/shards.md): the
  * source keeps taking a step's writes while its rows are copied and its
  * changes streamed, so writes wait only for the last catch-up and the
  * check of the rows changed since the copy.

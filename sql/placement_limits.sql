@@ -1,4 +1,4 @@
--- Placement builds at their limits (the conventions in README.md): structures that would come
+-- Placement builds at their limits (the conventions in docs/reference.md): structures that would come
 -- out empty are argument errors (a lookup on them would read past the
 -- end), never a crash; user text quoted in messages is cut to 200 bytes.
 \i sql/include/bad.sql

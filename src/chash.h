@@ -2,7 +2,7 @@
  * chash.h - shared PostgreSQL glue: argument checking and hash families
  *
  * Everything here turns SQL arguments into the plain values src/core/
- * takes, raising the SQLSTATEs of README.md's conventions on bad input.
+ * takes, raising the SQLSTATEs of docs/reference.md's conventions on bad input.
  */
 #ifndef CHASH_GLUE_H
 #define CHASH_GLUE_H
@@ -86,7 +86,7 @@ extern int32 chash_pg_partition_of(Oid typid, Datum value, int32 modulus);
 
 /*
  * User text quoted in a message: at most CHASH_QUOTE_MAX bytes, cut on a
- * character boundary of the database encoding (the conventions in README.md), so a huge tenant
+ * character boundary of the database encoding (the conventions in docs/reference.md), so a huge tenant
  * cannot flood the log and a cut never splits a character.  Use as
  * errmsg("... \"%.*s\" ...", chash_quote_len(data, len), data).
  */
@@ -106,7 +106,7 @@ extern int	chash_pin_search_path(void);
 /*
  * 22004 naming the first NULL argument: the names of arguments 0, 1, ...
  * follow, ended by NULL.  For functions that change state, which must not
- * do nothing silently on a NULL (README, Conventions).
+ * do nothing silently on a NULL (docs/reference.md, Conventions).
  */
 extern void chash_require_args(FunctionCallInfo fcinfo,...);
 

@@ -2,7 +2,7 @@
  * node_set.h - the node-array arguments of the placement functions
  *
  * nodes text[], weights float8[] DEFAULT NULL and hash text read and
- * checked once (the conventions in README.md), copied into a cache context so the structures
+ * checked once (the conventions in docs/reference.md), copied into a cache context so the structures
  * built from them can point at the names.
  */
 #ifndef CHASH_NODE_SET_H

@@ -22,7 +22,7 @@ chash_redis_slot(PG_FUNCTION_ARGS)
 /*
  * True when every key hashes to one slot.  An empty array is trivially
  * true, as a multi-key command with no keys has nothing to cross; a NULL
- * element is an error (the conventions in README.md).
+ * element is an error (the conventions in docs/reference.md).
  */
 Datum
 chash_redis_same_slot(PG_FUNCTION_ARGS)

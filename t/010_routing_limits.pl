@@ -1,4 +1,4 @@
-# Routing's limits (the conventions in README.md, 3): loading a directory with 80,000 steps in
+# Routing's limits (the conventions in docs/reference.md): loading a directory with 80,000 steps in
 # flight is fast and stops within 0.5 s of a statement_timeout; a backend
 # follows DROP EXTENSION / CREATE EXTENSION made in another session without
 # reconnecting; and none of it restarts the server.

@@ -1,7 +1,7 @@
 # Random and awkward arguments to every placement and hash function.
 #
 # Each call either returns or fails with one of the argument-error
-# SQLSTATEs of README.md's conventions; the backend never crashes, never runs out
+# SQLSTATEs of docs/reference.md's conventions; the backend never crashes, never runs out
 # of memory, never hangs, and answers the same call the same way twice.
 # The generator is seeded, so a failure names a reproducible call.
 use strict;
@@ -118,7 +118,7 @@ sub rand_call
 	return "chash_xxh64($key, " . pick('NULL', 0, -1, '9223372036854775807') . ")";
 }
 
-# The argument errors of README.md's conventions, plus "value out of range" for literals.
+# The argument errors of docs/reference.md's conventions, plus "value out of range" for literals.
 my %allowed = map { $_ => 1 } qw(22023 22004 22P02 22003 2202E 54000);
 
 my $calls = 1500;

@@ -1,4 +1,4 @@
-# Long placement builds stop when cancelled (the conventions in README.md).
+# Long placement builds stop when cancelled (the conventions in docs/reference.md).
 #
 # Every build whose cost grows with an argument, at sizes the functions
 # accept, must end with SQLSTATE 57014 within 0.5 s of statement_timeout

@@ -1,4 +1,4 @@
-# The README's "Running on several servers", run as printed: its shell
+# docs/tutorial.md's "Running on several servers", run as printed: its shell
 # blocks marked <!-- recipe: NODE --> run on four servers of their own
 # (dir, pg1, pg2 and later pg3), each listening on 127.0.0.1 with its own
 # port and letting in only what the recipe's pg_hba.conf lines let in, with
@@ -20,9 +20,9 @@ use Test::More;
 use IPC::Run;
 use FindBin;
 
-my $readme = slurp_file("$FindBin::RealBin/../README.md");
-my ($section) = $readme =~ /^## Running on several servers\n(.*?)^## /ms
-  or BAIL_OUT('README.md has no section "Running on several servers"');
+my $tutorial = slurp_file("$FindBin::RealBin/../docs/tutorial.md");
+my ($section) = $tutorial =~ /^## Running on several servers\n(.*?)(?=^## |\z)/ms
+  or BAIL_OUT('docs/tutorial.md has no section "Running on several servers"');
 
 # The blocks in order, each with its marker; every shell block but the
 # installation's must be marked, so that none is left out of this test.

@@ -1,4 +1,4 @@
-# chash_move (README.md, "chash_move"): a directory database and shard
+# chash_move (docs/chash_move.md): a directory database and shard
 # databases joined to it (docs/shards.md); two registered tables, one with a
 # composite primary key; a few thousand tenants and a pinned whale.  A third
 # shard is added, the mover rebalances onto it and moves the whale; then

@@ -1,4 +1,4 @@
-# chash_move's batches at scale (README.md, "chash_move"; docs/shards.md,
+# chash_move's batches at scale (docs/chash_move.md; docs/shards.md,
 # "Verification"): a directory of 256 slots on s1 and s2, many tenants in
 # each slot and a pinned one; s3 is added.  --dry-run prints the batches
 # and moves nothing; a verification failure inside a batch of many steps

@@ -1,4 +1,4 @@
-# chash_move --online (README.md, "Online moves"; docs/shards.md): a whale
+# chash_move --online (docs/chash_move.md, "Online moves"; docs/shards.md): a whale
 # of 200,000 rows changes shard while a client writes to it; the client
 # measures the longest time any of its writes was refused (40001, or SH001
 # and a route again), online and, for comparison, blocking.  The same for

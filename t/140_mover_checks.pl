@@ -486,7 +486,7 @@ sub falls_back
 }
 
 # Makes the mover's role on shard $s (its chash_shard.server) $role, with
-# the grants of README.md's mover and its sequences' (the mover advances
+# the grants of docs/tutorial.md's mover and its sequences' (the mover advances
 # them): what blocking moves need, and no superuser.
 sub plain_mover
 {

@@ -39,7 +39,7 @@ xxh64_hash(const void *data, size_t len, uint64_t seed)
 /* First 8 bytes of an MD5 digest, big-endian. */
 uint64_t	md5_prefix64(const uint8_t digest[16]);
 
-/* H(s) of README.md's conventions for the hasher's family. */
+/* H(s) of docs/reference.md's conventions for the hasher's family. */
 uint64_t	hash64(const hasher64 *hasher, const void *data, size_t len);
 
 /*

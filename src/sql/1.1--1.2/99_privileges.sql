@@ -28,7 +28,7 @@ DO $$
 DECLARE
     -- the documented API: PUBLIC may execute these (every overload)
     api CONSTANT text[] := ARRAY[
-        -- stable hashes and placement (README.md, "Reference")
+        -- stable hashes and placement (docs/reference.md)
         'chash_xxh64', 'chash_md5_64', 'chash_crc16', 'chash_cassandra_token', 'chash_mod',
         'chash_jump', 'chash_rendezvous', 'chash_rendezvous_top', 'chash_ring_lookup',
         'chash_ring_points', 'chash_ring_replicas', 'chash_ring_shares', 'chash_ketama',
