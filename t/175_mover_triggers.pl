@@ -46,6 +46,7 @@ for my $s (sort keys %shard)
         ALTER TABLE accounts OWNER TO app_owner;
         ALTER TABLE seen OWNER TO app_owner;
         GRANT INSERT ON seen TO PUBLIC;
+        GRANT CREATE ON SCHEMA public TO app_owner;
     });
 	# the owner's code: records who runs it, then tries to become a superuser
 	my ($rc, $out, $err) = as_role($shard{$s}, $owner{$s}, q{
