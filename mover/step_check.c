@@ -205,6 +205,7 @@ foreign_code_on(Server *server, const TableInfo *tables, int ntables)
 	if (!ok)
 	{
 		const char *fn = PQgetvalue(res, 0, 2);
+		char	   *more = PQntuples(res) > 1 ? format_text(" (%d such objects)", PQntuples(res)) : NULL;
 
 		report("error", "table \"%s\" on shard \"%s\" has code of role \"%s\" that the mover would run as a superuser",
 			   PQgetvalue(res, 0, 0), server->name, PQgetvalue(res, 0, 3));
@@ -212,14 +213,13 @@ foreign_code_on(Server *server, const TableInfo *tables, int ntables)
 			report("detail", "%s calls function %s, owned by role \"%s\", which is not a superuser; the mover's role on shard \"%s\" is. "
 				   "A move writes as replication does, where ENABLE REPLICA and ENABLE ALWAYS triggers, CHECK constraints, index expressions, "
 				   "generated columns and domain constraints run with the writer's rights%s. No step was fenced.",
-				   PQgetvalue(res, 0, 1), fn, PQgetvalue(res, 0, 3), server->name,
-				   PQntuples(res) > 1 ? format_text(" (%d such objects)", PQntuples(res)) : "");
+				   PQgetvalue(res, 0, 1), fn, PQgetvalue(res, 0, 3), server->name, more ? more : "");
 		else
 			report("detail", "%s, of role \"%s\", which is not a superuser, runs with the writer's rights; the mover's role on shard \"%s\" is a superuser%s. No step was fenced.",
-				   PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 3), server->name,
-				   PQntuples(res) > 1 ? format_text(" (%d such objects)", PQntuples(res)) : "");
+				   PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 3), server->name, more ? more : "");
 		report("hint", "Make such a function SECURITY DEFINER (it then runs as its owner), or move with a role that is no superuser "
 			   "and is a member of chash_mover in the shard's chash_shard.server (blocking moves only: --online needs a superuser).");
+		free(more);
 		config_error = true;
 	}
 	PQclear(res);
