@@ -41,6 +41,7 @@ typedef struct Server
 	bool		has_wait_fence;	/* chash_shard_wait_fence exists there */
 	bool		has_guard;		/* chash.bypass_guard exists there */
 	bool		has_refusal;	/* chash_shard_refusal and _code exist there (1.2) */
+	bool		superuser;		/* the mover's role there is a superuser */
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
@@ -48,6 +49,7 @@ extern bool server_open(Server *server);
 extern void server_close(Server *server);
 extern PGresult *query(Server *server, const char *sql, int nparams, const char *const *params);
 extern bool command(Server *server, const char *sql);
+extern bool begin_table_writes(Server *server);
 extern PGresult *server_exec(Server *server, const char *sql);
 extern PGresult *server_wait(Server *server, const char *sql, bool *cancelled);
 extern PGresult *last_result(Server *server, const char *sql);
@@ -126,6 +128,7 @@ extern int	checked_pairs(char ***src, char ***tgt);
 /* ---- step_check.c: what a batch needs of its shard pair ---- */
 extern bool step_check(Server *src, Server *tgt, TableInfo *tables, int ntables);
 extern bool columns_unchanged(Server *src, Server *tgt, const TableInfo *tables, int ntables);
+extern bool foreign_code_check(Server *src, Server *tgt, const TableInfo *tables, int ntables);
 
 /* ---- delete.c, sequences.c: a batch's rows deleted on a shard, the target's sequences advanced ---- */
 extern char *delete_sql(Server *server, const TableInfo *table, const StepTarget *target);

@@ -266,6 +266,24 @@ command(Server *server, const char *sql)
 	return res != NULL;
 }
 
+/*
+ * Begins a transaction that writes a step's rows into registered tables
+ * (the copy, the deletes).  Where the mover is a superuser it writes as
+ * replication does (session_replication_role = replica): no ordinary
+ * trigger or rule of a table's owner fires with the superuser's rights;
+ * what still runs there (ENABLE REPLICA and ALWAYS triggers and rules,
+ * CHECK constraints, index expressions, generated columns, domain
+ * constraints) step_check refused before any fence unless a superuser
+ * wrote it or it runs as its owner (docs/shards.md, "Whose code a move
+ * runs").  A mover that is no superuser cannot set it: the owner's
+ * triggers run with the mover's rights.
+ */
+bool
+begin_table_writes(Server *server)
+{
+	return command(server, server->superuser ? "BEGIN; SET LOCAL session_replication_role = replica" : "BEGIN");
+}
+
 /* One statement whose result the caller checks (NULL: it could not be sent). */
 PGresult *
 server_exec(Server *server, const char *sql)
@@ -311,7 +329,8 @@ server_open(Server *server)
 				"       pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname) "
 				"           || '.chash_shard_wait_fence(text, bigint, integer)') IS NOT NULL, "
 				"       pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname) "
-				"           || '.chash_shard_refusal_code(text)') IS NOT NULL "
+				"           || '.chash_shard_refusal_code(text)') IS NOT NULL, "
+				"       (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = current_user) "
 				"  FROM pg_catalog.pg_extension e "
 				"  JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace "
 				" WHERE e.extname = 'chash'", 0, NULL);
@@ -329,6 +348,7 @@ server_open(Server *server)
 	server->schema = format_text("%s", PQgetvalue(res, 0, 0));
 	server->has_wait_fence = PQgetvalue(res, 0, 1)[0] == 't';
 	server->has_refusal = PQgetvalue(res, 0, 2)[0] == 't';
+	server->superuser = PQgetvalue(res, 0, 3)[0] == 't';
 	PQclear(res);
 
 	/* the guard's settings exist once chash's library is loaded */

@@ -110,7 +110,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		check_slot_index(src, &tables[i]);
 		check_slot_index(tgt, &tables[i]);
 	}
-	if (!command(tgt, "BEGIN") || !command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+	if (!begin_table_writes(tgt) || !command(src, "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 		goto out;
 	/* leftovers of an earlier try off the target, children first; then the copy, parents first */
 	for (int i = ntables - 1; i >= 0; i--)

@@ -37,7 +37,7 @@ delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *ta
 {
 	long long	deleted = 0;
 
-	if (!command(server, "BEGIN"))
+	if (!begin_table_writes(server))
 		return -1;
 	for (int i = ntables - 1; i >= 0; i--)
 	{

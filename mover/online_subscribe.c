@@ -112,7 +112,7 @@ target_transaction(Server *tgt, OnlineCopy *copy)
 {
 	PGresult   *res;
 
-	if (!command(tgt, "BEGIN"))
+	if (!begin_table_writes(tgt))
 		return false;
 	res = query(tgt, "SELECT (pg_catalog.pg_current_xact_id()::text::int8 % 4294967296)::text", 0, NULL);
 	if (res == NULL)

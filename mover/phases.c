@@ -106,7 +106,7 @@ phase_check(Move *m)
 {
 	step_state	state = m->batch->state;
 	bool		ok = state == STEP_CANCELLED || state == STEP_DONE
-		? order_tables(m->src, m->tables, m->ntables)
+		? order_tables(m->src, m->tables, m->ntables) && foreign_code_check(m->src, m->tgt, m->tables, m->ntables)
 		: step_check(m->src, m->tgt, m->tables, m->ntables);
 
 	return ok ? PHASE_NEXT : PHASE_REFUSE;

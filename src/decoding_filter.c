@@ -89,8 +89,7 @@ typedef struct FilterRelation
 {
 	Oid			relid;
 	AttrNumber	attnum;			/* 0: not a registered table, nothing passes */
-	bool		is_text;
-	FmgrInfo	output;
+	TenantColumn column;		/* its values as canonical tenant text, as the guard reads them */
 	Oid			registered;		/* the registered table (itself or an ancestor) */
 	int			nkeys;			/* its replica identity columns, for the tally */
 	AttrNumber *keys;
@@ -382,15 +381,7 @@ filter_relation(Filter *f, Relation relation)
 					 errmsg("tenant column \"%s\" of table \"%s\" does not exist",
 							t->tenant_column, RelationGetRelationName(relation))));
 		else
-		{
-			Oid			typid = get_atttype(relid, r->attnum);
-			Oid			output;
-			bool		varlena;
-
-			r->is_text = typid == TEXTOID || typid == VARCHAROID;
-			getTypeOutputInfo(typid, &output, &varlena);
-			fmgr_info_cxt(output, &r->output, filter_context);
-		}
+			tenant_column_init(&r->column, get_atttype(relid, r->attnum), filter_context);
 	}
 	MemoryContextSwitchTo(old);
 	return r;
@@ -413,18 +404,8 @@ row_passes(Filter *f, FilterRelation *r, Relation relation, ReorderBufferTupleBu
 	value = heap_getattr(&buf->tuple, r->attnum, RelationGetDescr(relation), &isnull);
 	if (isnull)
 		return false;
-	if (r->is_text)
-	{
-		text	   *t = DatumGetTextPP(value);
-
-		s = VARDATA_ANY(t);
-		len = VARSIZE_ANY_EXHDR(t);
-	}
-	else
-	{
-		s = OutputFunctionCall(&r->output, value);
-		len = strlen(s);
-	}
+	/* the guard's canonical text: char(n) without its padding, a domain as its base type */
+	s = tenant_column_text(&r->column, value, &len);
 	/* a value that is not a tenant of the key type is in no filter */
 	if (tenant_key_init(&key, f->ktype, f->method, f->slot_count, s, len) != TENANT_OK)
 		return false;

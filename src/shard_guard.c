@@ -212,51 +212,6 @@ guard_check_tenant(GuardTarget *target, const char *tenant, size_t len, GuardAcc
 	load_stats_count(dir->name, dir->name_len, route.slot, route.tenant, route.tenant_len, access);
 }
 
-void
-tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt)
-{
-	/* (the built-in types without a lookup) */
-	Oid			base = typid == TEXTOID || typid == VARCHAROID || typid == BPCHAROID ?
-		typid : getBaseType(typid);
-	Oid			output;
-	bool		varlena;
-
-	column->kind = base == TEXTOID || base == VARCHAROID ? TENANT_COLUMN_TEXT :
-		base == BPCHAROID ? TENANT_COLUMN_BPCHAR : TENANT_COLUMN_OUTPUT;
-	getTypeOutputInfo(typid, &output, &varlena);
-	fmgr_info_cxt(output, &column->output, mcxt);
-}
-
-/*
- * The canonical text of a tenant value: what (column)::text gives, as
- * routing, chash_tenant_slot and the mover's predicates see it.  char(n)
- * drops its padding as its cast to text does; a value of any other type
- * but text or varchar is its output.
- */
-const char *
-tenant_column_text(TenantColumn *column, Datum value, size_t *len)
-{
-	if (column->kind != TENANT_COLUMN_OUTPUT)
-	{
-		text	   *t = DatumGetTextPP(value);
-		const char *data = VARDATA_ANY(t);
-		size_t		n = VARSIZE_ANY_EXHDR(t);
-
-		if (column->kind == TENANT_COLUMN_BPCHAR)
-			while (n > 0 && data[n - 1] == ' ')
-				n--;
-		*len = n;
-		return data;
-	}
-	else
-	{
-		char	   *s = OutputFunctionCall(&column->output, value);
-
-		*len = strlen(s);
-		return s;
-	}
-}
-
 /*
  * 0A000 for a tenant column whose collation is nondeterministic: two
  * tenants that differ ("org-3", "ORG-3") would compare equal, and a move

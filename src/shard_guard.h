@@ -13,6 +13,7 @@
 #include "utils/guc.h"
 
 #include "guard_access.h"
+#include "tenant_key.h"
 
 /* chash's own SQLSTATE: the tenant is not on this shard (route again). */
 #define ERRCODE_CHASH_WRONG_SHARD MAKE_SQLSTATE('S','H','0','0','1')
@@ -49,27 +50,6 @@ extern bool guard_bypassed(void);
  */
 extern void guard_check_tenant(GuardTarget *target, const char *tenant, size_t len,
 							   GuardAccess access);
-
-/*
- * How a tenant column's values become the canonical tenant text, which is
- * (column)::text: the bytes of text and varchar, char(n) without its
- * padding, the output of any other type.
- */
-typedef enum TenantColumnKind
-{
-	TENANT_COLUMN_TEXT,
-	TENANT_COLUMN_BPCHAR,
-	TENANT_COLUMN_OUTPUT
-} TenantColumnKind;
-
-typedef struct TenantColumn
-{
-	TenantColumnKind kind;
-	FmgrInfo	output;
-} TenantColumn;
-
-extern void tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt);
-extern const char *tenant_column_text(TenantColumn *column, Datum value, size_t *len);
 
 /* 0A000 unless the tenant column's collation (collid) is deterministic. */
 extern void guard_require_deterministic(Oid collid, Oid relid, AttrNumber attnum,

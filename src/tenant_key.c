@@ -4,6 +4,7 @@
 #include "chash.h"
 
 #include "catalog/pg_type.h"
+#include "utils/lsyscache.h"
 #include "utils/uuid.h"
 
 #include "tenant_key.h"
@@ -55,4 +56,50 @@ tenant_key_of_uuid(TenantKey *key, const uint8 uuid[16], slot_method method, int
 	c->len = CANONICAL_UUID_LEN;
 	c->data = c->buf;
 	tenant_key_place(key, KEY_TYPE_UUID, method, slot_count);
+}
+
+/* How a column of type typid (a domain: its base type) becomes canonical text. */
+void
+tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt)
+{
+	/* (the built-in types without a lookup) */
+	Oid			base = typid == TEXTOID || typid == VARCHAROID || typid == BPCHAROID ?
+		typid : getBaseType(typid);
+	Oid			output;
+	bool		varlena;
+
+	column->kind = base == TEXTOID || base == VARCHAROID ? TENANT_COLUMN_TEXT :
+		base == BPCHAROID ? TENANT_COLUMN_BPCHAR : TENANT_COLUMN_OUTPUT;
+	getTypeOutputInfo(typid, &output, &varlena);
+	fmgr_info_cxt(output, &column->output, mcxt);
+}
+
+/*
+ * The canonical text of a tenant value: what (column)::text gives, as
+ * routing, chash_tenant_slot and the mover's predicates see it.  char(n)
+ * drops its padding as its cast to text does; a value of any other type
+ * but text or varchar is its output.
+ */
+const char *
+tenant_column_text(TenantColumn *column, Datum value, size_t *len)
+{
+	if (column->kind != TENANT_COLUMN_OUTPUT)
+	{
+		text	   *t = DatumGetTextPP(value);
+		const char *data = VARDATA_ANY(t);
+		size_t		n = VARSIZE_ANY_EXHDR(t);
+
+		if (column->kind == TENANT_COLUMN_BPCHAR)
+			while (n > 0 && data[n - 1] == ' ')
+				n--;
+		*len = n;
+		return data;
+	}
+	else
+	{
+		char	   *s = OutputFunctionCall(&column->output, value);
+
+		*len = strlen(s);
+		return s;
+	}
 }

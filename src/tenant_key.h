@@ -6,12 +6,16 @@
  * chash_tenant_slot (tenant_slot.c) and the output plugin's filter
  * (decoding_filter.c) all place a tenant here, so that an index on
  * chash_tenant_slot(...) on a shard finds exactly the rows chash_slot
- * assigns to a slot.
+ * assigns to a slot.  A tenant column's value becomes that text here
+ * too (tenant_column_text), for the guard, its statement check and the
+ * output plugin alike.
  */
 #ifndef CHASH_TENANT_KEY_H
 #define CHASH_TENANT_KEY_H
 
 #include "postgres.h"
+
+#include "fmgr.h"
 
 #include "directory.h"
 #include "hash64.h"
@@ -86,5 +90,26 @@ tenant_key_init(TenantKey *key, key_type ktype, slot_method method, int32 slot_c
 extern void tenant_key_of_int8(TenantKey *key, int64 value, slot_method method, int32 slot_count);
 extern void tenant_key_of_uuid(TenantKey *key, const uint8 uuid[16], slot_method method,
 							   int32 slot_count);
+
+/*
+ * How a tenant column's values become the canonical tenant text, which is
+ * (column)::text: the bytes of text and varchar, char(n) without its
+ * padding, the output of any other type.
+ */
+typedef enum TenantColumnKind
+{
+	TENANT_COLUMN_TEXT,
+	TENANT_COLUMN_BPCHAR,
+	TENANT_COLUMN_OUTPUT
+} TenantColumnKind;
+
+typedef struct TenantColumn
+{
+	TenantColumnKind kind;
+	FmgrInfo	output;
+} TenantColumn;
+
+extern void tenant_column_init(TenantColumn *column, Oid typid, MemoryContext mcxt);
+extern const char *tenant_column_text(TenantColumn *column, Datum value, size_t *len);
 
 #endif

@@ -145,14 +145,16 @@ sub move_writing
 	return ($status, $err, $wrote);
 }
 
-# On s2, a trigger that fires for the subscription's apply only.
+# On s2, a trigger that fires for the subscription's apply only (the
+# mover's own writes run with session_replication_role = replica too).
 sub apply_trigger
 {
 	my ($name, $when, $body) = @_;
 	$shard{s2}->safe_psql('postgres', qq{
         CREATE FUNCTION $name() RETURNS trigger LANGUAGE plpgsql AS \$\$
         BEGIN
-            IF current_setting('session_replication_role') = 'replica' THEN $body END IF;
+            IF (SELECT backend_type FROM pg_catalog.pg_stat_activity WHERE pid = pg_catalog.pg_backend_pid())
+               = 'logical replication worker' THEN $body END IF;
             RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
         END \$\$;
         CREATE TRIGGER $name BEFORE $when ON accounts FOR EACH ROW EXECUTE FUNCTION $name();
