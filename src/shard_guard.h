@@ -75,9 +75,6 @@ extern const char *tenant_column_text(TenantColumn *column, Datum value, size_t 
 extern void guard_require_deterministic(Oid collid, Oid relid, AttrNumber attnum,
 										const char *directory);
 
-/* The guard's trigger name prefix; guard_statement.c finds guards by it. */
-#define GUARD_TRIGGER_PREFIX "chash_guard_"
-
 extern void guard_statement_init(void);
 
 #endif

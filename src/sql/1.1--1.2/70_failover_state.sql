@@ -104,7 +104,8 @@ CROSS JOIN LATERAL (
                     FILTER (WHERE to_regclass(x.table_name) IS NULL), '{}') AS missing_tables,
            coalesce(array_agg(x.table_name ORDER BY x.table_name)
                     FILTER (WHERE EXISTS (SELECT FROM pg_trigger g WHERE g.tgrelid = to_regclass(x.table_name)
-                                          AND g.tgname = ('chash_guard_' || left(md5(m.directory), 12))::name)),
+                                          AND g.tgname = ('chash_guard_' || left(md5(m.directory), 12))::name
+                                          AND g.tgfoid = '@extschema@.chash_shard_row_guard()'::regprocedure)),
                     '{}') AS guarded_tables
     FROM @extschema@.chash_table x WHERE x.directory = m.directory
 ) t;
