@@ -4,7 +4,8 @@
  *
  * A row trigger never fires for a statement that matches no row, so a
  * stale client's UPDATE, DELETE or SELECT of a tenant that has left this
- * shard would succeed with nothing done.  In ExecutorStart, every guarded
+ * shard would succeed with nothing done.  In ExecutorStart (once the
+ * caller's privileges on the tables are checked), every guarded
  * table the plan scans (found through its relcache entry's triggers: the
  * relcache follows CREATE and DROP TRIGGER; a guard is a trigger of
  * chash_shard_row_guard, whatever its name) has its scan quals searched
@@ -392,20 +393,24 @@ check_statement(QueryDesc *query)
 }
 
 /*
- * The leader checks the statement before it enters parallel mode; a
- * parallel worker starts the same plan again and must not read the
- * latest state (no new snapshots in parallel mode), nor need it.
+ * The leader checks the statement before it runs (parallel mode begins
+ * in ExecutorRun); a parallel worker starts the same plan again and must
+ * not read the latest state (no new snapshots in parallel mode), nor need
+ * it.  The check follows ExecutorStart, which checks the caller's
+ * privileges on the tables: the guard routes with the directory owner's
+ * rights, and a role that may not read a guarded table learns nothing of
+ * where its tenants are (nor is its statement counted).
  */
 static void
 guard_executor_start(QueryDesc *query, int eflags)
 {
-	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && query->plannedstmt->commandType != CMD_UTILITY &&
-		!IsParallelWorker())
-		check_statement(query);
 	if (previous_executor_start != NULL)
 		previous_executor_start(query, eflags);
 	else
 		standard_ExecutorStart(query, eflags);
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && query->plannedstmt->commandType != CMD_UTILITY &&
+		!IsParallelWorker())
+		check_statement(query);
 }
 
 void
