@@ -66,6 +66,22 @@ SELECT bad($$SELECT chash_stats_reset()$$);
 SELECT bad($$SELECT chash_stats_reset('priv')$$);
 RESET ROLE;
 
+-- chash_shard_sizes reads the registered tables with the caller's rights
+-- (docs/load.md): 42501 before a table it may not read is opened.
+CREATE TABLE regress_priv_t (org_id text, id int, PRIMARY KEY (org_id, id));
+INSERT INTO regress_priv_t VALUES ('acme', 1), ('acme', 2), ('zeta', 1);
+SELECT chash_add_table('priv', 'public.regress_priv_t', 'org_id');
+GRANT SELECT ON chash_table TO regress_priv_app;
+SET ROLE regress_priv_app;
+SELECT bad($$SELECT * FROM chash_shard_sizes('priv')$$);
+RESET ROLE;
+GRANT SELECT ON regress_priv_t TO regress_priv_app;
+SET ROLE regress_priv_app;
+SELECT tenant, slot = chash_slot('priv', tenant) AS same_slot, rows FROM chash_shard_sizes('priv');
+RESET ROLE;
+SELECT chash_drop_table('priv', 'public.regress_priv_t');
+DROP TABLE regress_priv_t;
+
 -- The operator role of docs/directory.md (table grants and membership in
 -- chash_operator) changes the directory and runs a migration by hand.
 CREATE ROLE regress_priv_operator;

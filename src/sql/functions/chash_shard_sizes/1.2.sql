@@ -10,13 +10,16 @@ CREATE FUNCTION @extschema@.chash_shard_sizes(directory text)
     SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     kt text;
+    sc int;
+    sm text;
     parts text[] := '{}';
     t record;
 BEGIN
     IF directory IS NULL THEN
         RAISE EXCEPTION 'directory must not be null' USING ERRCODE = '22004';
     END IF;
-    SELECT d.key_type INTO kt FROM @extschema@.chash_directory d WHERE d.name = $1;
+    SELECT d.key_type, d.slot_count, d.slot_method INTO kt, sc, sm
+      FROM @extschema@.chash_directory d WHERE d.name = $1;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'directory "%" does not exist', @extschema@.chash_message_text($1)
             USING ERRCODE = '42704';
@@ -43,10 +46,16 @@ BEGIN
     IF cardinality(parts) = 0 THEN
         RETURN;
     END IF;
+    -- the slot from the directory's layout (chash_slot would route, and
+    -- need the caller's grants on every routing table)
     RETURN QUERY EXECUTE format(
-        'SELECT u.tenant, @extschema@.chash_slot($1, u.tenant), pg_catalog.sum(u.n)::bigint, pg_catalog.sum(u.b)::bigint
+        'SELECT u.tenant,
+                CASE $1 WHEN ''bigint'' THEN @extschema@.chash_tenant_slot(u.tenant::bigint, $2, $3)
+                        WHEN ''uuid'' THEN @extschema@.chash_tenant_slot(u.tenant::uuid, $2, $3)
+                        ELSE @extschema@.chash_tenant_slot(u.tenant, $2, $3) END,
+                pg_catalog.sum(u.n)::bigint, pg_catalog.sum(u.b)::bigint
            FROM (%s) u GROUP BY u.tenant ORDER BY u.tenant',
-        array_to_string(parts, ' UNION ALL ')) USING $1;
+        array_to_string(parts, ' UNION ALL ')) USING kt, sc, sm;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.chash_shard_sizes(text) IS
