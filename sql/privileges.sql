@@ -22,8 +22,11 @@ SELECT p.oid, p.oid::regprocedure AS fn, p.proname::text AS proname, p.prorettyp
 -- undocumented functions PUBLIC may execute: none
 SELECT fn FROM chash_functions
  WHERE public_execute AND proname NOT IN (SELECT proname FROM documented) ORDER BY fn::text;
--- documented functions PUBLIC may not execute: none
-SELECT fn FROM chash_functions
+-- documented functions PUBLIC may not execute: the privileges, granted
+-- to chash_operator (docs/load.md: chash_stats_reset)
+SELECT fn, has_function_privilege('chash_operator', oid, 'EXECUTE') AS operator,
+       has_function_privilege('chash_mover', oid, 'EXECUTE') AS mover
+  FROM chash_functions
  WHERE NOT public_execute AND proname IN (SELECT proname FROM documented) ORDER BY fn::text;
 -- the roles the extension creates
 SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname IN ('chash_mover', 'chash_operator') ORDER BY 1;
@@ -58,7 +61,26 @@ SELECT bad($$SELECT chash_directory_row('priv')$$);
 SELECT bad($$SELECT chash_migration_lock_directory('priv')$$);
 SELECT bad($$SELECT chash_step_fence_barrier('priv', 1, NULL)$$);
 SELECT bad($$SELECT chash_step_lease_claim(1, 'me', '1 minute')$$);
+-- resetting the load statistics is a privilege (docs/load.md)
+SELECT bad($$SELECT chash_stats_reset()$$);
+SELECT bad($$SELECT chash_stats_reset('priv')$$);
 RESET ROLE;
+
+-- chash_shard_sizes reads the registered tables with the caller's rights
+-- (docs/load.md): 42501 before a table it may not read is opened.
+CREATE TABLE regress_priv_t (org_id text, id int, PRIMARY KEY (org_id, id));
+INSERT INTO regress_priv_t VALUES ('acme', 1), ('acme', 2), ('zeta', 1);
+SELECT chash_add_table('priv', 'public.regress_priv_t', 'org_id');
+GRANT SELECT ON chash_table TO regress_priv_app;
+SET ROLE regress_priv_app;
+SELECT bad($$SELECT * FROM chash_shard_sizes('priv')$$);
+RESET ROLE;
+GRANT SELECT ON regress_priv_t TO regress_priv_app;
+SET ROLE regress_priv_app;
+SELECT tenant, slot = chash_slot('priv', tenant) AS same_slot, rows FROM chash_shard_sizes('priv');
+RESET ROLE;
+SELECT chash_drop_table('priv', 'public.regress_priv_t');
+DROP TABLE regress_priv_t;
 
 -- The operator role of docs/directory.md (table grants and membership in
 -- chash_operator) changes the directory and runs a migration by hand.
@@ -86,6 +108,9 @@ SELECT chash_migration_cancel(:m);
 UPDATE chash_shard SET zone = 'z1' WHERE directory = 'priv' AND shard = 's3';
 -- the mover's lease functions are chash_mover's
 SELECT bad($$SELECT chash_step_lease_claim(1, 'me', '1 minute')$$);
+-- the reset of the load statistics is chash_operator's (55000 here: no
+-- preload in this test, past the privilege check)
+SELECT bad($$SELECT chash_stats_reset('priv')$$);
 RESET ROLE;
 
 -- The mover's role: chash_mover (and the table grants) runs the leases.
@@ -97,6 +122,10 @@ SELECT chash_migration_start('priv') AS m \gset
 SET ROLE regress_priv_mover;
 SELECT step FROM chash_step_lease_claim(:m, 'regress', '1 minute') LIMIT 1;
 SELECT chash_step_lease_release(:m, 1, 'regress');
+-- the rebalance's start and stop are the API; nothing of them is internal
+-- to call directly, and the reset of the load statistics is not a mover's
+SELECT bad($$SELECT chash_rebalance_stop('priv')$$);
+SELECT bad($$SELECT chash_stats_reset()$$);
 RESET ROLE;
 SELECT chash_migration_cancel(:m);
 

@@ -4,9 +4,11 @@
  *
  * A row trigger never fires for a statement that matches no row, so a
  * stale client's UPDATE, DELETE or SELECT of a tenant that has left this
- * shard would succeed with nothing done.  In ExecutorStart, every guarded
+ * shard would succeed with nothing done.  In ExecutorStart (once the
+ * caller's privileges on the tables are checked), every guarded
  * table the plan scans (found through its relcache entry's triggers: the
- * relcache follows CREATE and DROP TRIGGER) has its scan quals searched
+ * relcache follows CREATE and DROP TRIGGER; a guard is a trigger of
+ * chash_shard_row_guard, whatever its name) has its scan quals searched
  * for "tenant column = constant or parameter", AND-ed with anything, as
  * Citus's fast-path router looks for the distribution column; parameters
  * are read from the execution's values, so a generic plan is checked per
@@ -15,8 +17,14 @@
  */
 #include "chash.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/parallel.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
+#include "commands/extension.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
@@ -26,6 +34,8 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -249,23 +259,82 @@ search_plan(GuardedScan *scan, Plan *plan)
 	search_plan(scan, plan->righttree);
 }
 
+/*
+ * chash_shard_row_guard's oid in this database (InvalidOid: chash is not
+ * installed here), looked up once and again after any change to pg_proc.
+ * A guard is known by its function, not its name: anybody may name a
+ * trigger chash_guard_..., but only a role with EXECUTE on the guard
+ * function (none but chash's own roles) may create a trigger of it.
+ */
+static Oid	row_guard_oid = InvalidOid;
+static bool row_guard_known = false;
+
+static void
+row_guard_forget(Datum arg, int cacheid, uint32 hashvalue)
+{
+	row_guard_known = false;
+}
+
+static Oid
+extension_schema(Oid extoid)
+{
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	Oid			nsp = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+static Oid
+row_guard_function(void)
+{
+	if (!row_guard_known)
+	{
+		Oid			extoid;
+		Oid			nsp = InvalidOid;
+
+		/* known from here: an invalidation arriving during the lookup clears it */
+		row_guard_known = true;
+		row_guard_oid = InvalidOid;
+		extoid = get_extension_oid("chash", true);
+		if (OidIsValid(extoid))
+			nsp = extension_schema(extoid);
+		if (OidIsValid(nsp))
+			row_guard_oid = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+											CStringGetDatum("chash_shard_row_guard"),
+											PointerGetDatum(buildoidvector(NULL, 0)),
+											ObjectIdGetDatum(nsp));
+	}
+	return row_guard_oid;
+}
+
 /* The guard trigger of a relation, if it has one (the relcache knows). */
 static bool
 guard_of(Oid relid, GuardedScan *scan)
 {
 	Relation	rel = RelationIdGetRelation(relid);
 	bool		found = false;
+	Oid			guard;
 
 	if (rel == NULL)
 		return false;
-	if (rel->trigdesc != NULL)
+	if (rel->trigdesc != NULL && OidIsValid(guard = row_guard_function()))
 	{
 		for (int i = 0; i < rel->trigdesc->numtriggers && !found; i++)
 		{
 			Trigger    *t = &rel->trigdesc->triggers[i];
 
-			if (t->tgnargs == 3 && TRIGGER_FOR_ROW(t->tgtype) &&
-				strncmp(t->tgname, GUARD_TRIGGER_PREFIX, strlen(GUARD_TRIGGER_PREFIX)) == 0 &&
+			if (t->tgfoid == guard && t->tgnargs == 3 && TRIGGER_FOR_ROW(t->tgtype) &&
 				t->tgenabled != TRIGGER_DISABLED)
 			{
 				scan->attnum = get_attnum(relid, t->tgargs[1]);
@@ -324,20 +393,24 @@ check_statement(QueryDesc *query)
 }
 
 /*
- * The leader checks the statement before it enters parallel mode; a
- * parallel worker starts the same plan again and must not read the
- * latest state (no new snapshots in parallel mode), nor need it.
+ * The leader checks the statement before it runs (parallel mode begins
+ * in ExecutorRun); a parallel worker starts the same plan again and must
+ * not read the latest state (no new snapshots in parallel mode), nor need
+ * it.  The check follows ExecutorStart, which checks the caller's
+ * privileges on the tables: the guard routes with the directory owner's
+ * rights, and a role that may not read a guarded table learns nothing of
+ * where its tenants are (nor is its statement counted).
  */
 static void
 guard_executor_start(QueryDesc *query, int eflags)
 {
-	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && query->plannedstmt->commandType != CMD_UTILITY &&
-		!IsParallelWorker())
-		check_statement(query);
 	if (previous_executor_start != NULL)
 		previous_executor_start(query, eflags);
 	else
 		standard_ExecutorStart(query, eflags);
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && query->plannedstmt->commandType != CMD_UTILITY &&
+		!IsParallelWorker())
+		check_statement(query);
 }
 
 void
@@ -345,4 +418,5 @@ guard_statement_init(void)
 {
 	previous_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = guard_executor_start;
+	CacheRegisterSyscacheCallback(PROCOID, row_guard_forget, (Datum) 0);
 }

@@ -3,7 +3,10 @@
  * shared memory, chash_slot_stats, chash_tenant_stats, chash_stats_reset
  *
  * With shared_preload_libraries = 'chash' a fixed block of shared memory
- * holds STATS_DIRECTORIES directories, each with STATS_SLOTS slot
+ * holds STATS_DIRECTORIES directories, each known by its database and its
+ * name (a backend counts, reads and resets only its own database's: two
+ * shard databases of one server may hold directories of one name), each
+ * with STATS_SLOTS slot
  * counters and a top-K sketch of STATS_TENANTS tenants (load_sketch.h).
  * The hot path takes no lock: slot counters are atomic adds, and a
  * tenant's figures go to a small buffer of this backend, merged into the
@@ -69,6 +72,7 @@ typedef struct StatsSlot
 typedef struct StatsDirectory
 {
 	bool		in_use;			/* under the shared lock */
+	Oid			dboid;			/* the database that counts it */
 	uint64		name_hash;
 	uint32		name_len;
 	char		name[LOAD_KEY_MAX];
@@ -197,11 +201,11 @@ same_name(const char *a, uint32 alen, const char *b, uint32 blen)
 static bool
 directory_is(StatsDirectory *d, const char *name, uint32 len, uint64 hash)
 {
-	return d->in_use && d->name_hash == hash && d->name_len == len &&
+	return d->in_use && d->dboid == MyDatabaseId && d->name_hash == hash && d->name_len == len &&
 		memcmp(d->name, name, Min(len, LOAD_KEY_MAX)) == 0;
 }
 
-/* The shared directory of a name: found, allocated, or -1 (no room). */
+/* The shared directory of a name in this database: found, allocated, or -1 (no room). */
 static int
 shared_directory(const char *name, uint32 len, bool allocate)
 {
@@ -226,6 +230,7 @@ shared_directory(const char *name, uint32 len, bool allocate)
 		StatsDirectory *d = stats_directory(free_entry);
 		TimestampTz now = GetCurrentTimestamp();
 
+		d->dboid = MyDatabaseId;
 		d->name_hash = hash;
 		d->name_len = len;
 		memcpy(d->name, name, Min(len, LOAD_KEY_MAX));
@@ -777,8 +782,10 @@ reset_directory(int i, TimestampTz now)
 }
 
 /*
- * chash_stats_reset(directory DEFAULT NULL): zeroes a directory's figures;
- * NULL frees every directory's (their room goes to whichever counts next).
+ * chash_stats_reset(directory DEFAULT NULL): zeroes a directory's figures
+ * in this database; NULL frees every directory's of this database (their
+ * room goes to whichever counts next).  Other databases' stay: PUBLIC may
+ * not execute it (docs/load.md, "Privileges").
  */
 Datum
 chash_stats_reset(PG_FUNCTION_ARGS)
@@ -789,10 +796,21 @@ chash_stats_reset(PG_FUNCTION_ARGS)
 	merge_pending(true);
 	if (PG_ARGISNULL(0))
 	{
+		bool		freed = false;
+
 		LWLockAcquire(stats_shared->lock, LW_EXCLUSIVE);
 		for (int i = 0; i < STATS_DIRECTORIES; i++)
-			stats_directory(i)->in_use = false;
-		pg_atomic_fetch_add_u32(&stats_shared->epoch, 1);
+		{
+			StatsDirectory *d = stats_directory(i);
+
+			if (d->in_use && d->dboid == MyDatabaseId)
+			{
+				d->in_use = false;
+				freed = true;
+			}
+		}
+		if (freed)
+			pg_atomic_fetch_add_u32(&stats_shared->epoch, 1);
 		LWLockRelease(stats_shared->lock);
 	}
 	else

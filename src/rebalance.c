@@ -3,9 +3,10 @@
  * "Background rebalancing"): its settings, the cap on the jobs of all
  * rebalances of the server (shared memory), the launcher registered at
  * server start, the record of the databases that have rebalances, and the
- * internal SQL functions chash_rebalance_launch and
- * chash_rebalance_request_stop.  The worker itself, which runs the mover's
- * engine, is rebalance_worker.c.
+ * SQL functions chash_rebalance_start and chash_rebalance_stop (the
+ * record of a run is written as the extension's owner, inside them: no
+ * internal SQL function of theirs is anybody's to call).  The worker
+ * itself, which runs the mover's engine, is rebalance_worker.c.
  */
 #include "chash.h"
 
@@ -20,6 +21,7 @@
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "storage/shmem.h"
@@ -27,11 +29,12 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/wait_event.h"
 
 #include "rebalance.h"
 
-PG_FUNCTION_INFO_V1(chash_rebalance_launch);
-PG_FUNCTION_INFO_V1(chash_rebalance_request_stop);
+PG_FUNCTION_INFO_V1(chash_rebalance_start);
+PG_FUNCTION_INFO_V1(chash_rebalance_stop);
 
 /* the databases with rebalances: one empty file each, named by its oid */
 #define REBALANCE_DATABASES "chash_rebalance"
@@ -187,11 +190,17 @@ rebalance_register(Oid database, const RebalanceArgs *args, bool must)
 char *
 rebalance_schema(void)
 {
+	int			level = chash_pin_search_path();
+	char	   *schema = NULL;
+
+	/* the schema the owner's statements name: no operator of the caller's decides it */
 	if (SPI_execute("SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e "
-					"JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'chash'",
-					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		return NULL;
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+					"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'chash'",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	AtEOXact_GUC(true, level);
+	return schema;
 }
 
 /*
@@ -235,15 +244,23 @@ check_mover_role(void)
 				 errhint("Grant chash_mover to the role, or start the rebalance as one that has it.")));
 }
 
-/* chash_rebalance's row written as the extension's owner (no role writes it directly) */
+/*
+ * chash_rebalance's row written as the extension's owner (no role writes
+ * it directly).  Raised rights run no code the caller controls: the
+ * search_path is pinned for the statement, as PostgreSQL pins it for a
+ * SECURITY DEFINER function's own SET, and every operator of the
+ * statements is pg_catalog's, qualified.
+ */
 static int
 as_owner(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
 {
 	Oid			save_user;
 	int			save_context;
+	int			level = chash_pin_search_path();
 	int			rc;
 
-	if (SPI_execute("SELECT e.extowner FROM pg_catalog.pg_extension e WHERE e.extname = 'chash'", true, 1) != SPI_OK_SELECT
+	if (SPI_execute("SELECT e.extowner FROM pg_catalog.pg_extension e "
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'chash'", true, 1) != SPI_OK_SELECT
 		|| SPI_processed != 1)
 		elog(ERROR, "extension chash is not installed");
 	GetUserIdAndSecContext(&save_user, &save_context);
@@ -251,67 +268,126 @@ as_owner(const char *sql, int nargs, Oid *types, Datum *values, const char *null
 						   save_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
 	SetUserIdAndSecContext(save_user, save_context);
+	AtEOXact_GUC(true, level);
 	return rc;
 }
 
-Datum
-chash_rebalance_launch(PG_FUNCTION_ARGS)
+/*
+ * Records a run of the rebalance of directory for the current role and
+ * starts its worker when the transaction commits (SPI connected).
+ */
+static void
+launch(text *directory, const char *schema, Datum migration, Datum max_parallel, bool rate_null, Datum max_rate)
 {
 	RebalanceArgs args = {0};
-	text	   *directory;
-	char	   *name;
+	char	   *name = text_to_cstring(directory);
 	Oid			types[5] = {TEXTOID, INT8OID, INT4OID, INT8OID, NAMEOID};
 	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', PG_ARGISNULL(3) ? 'n' : ' ', ' '};
-	char	   *schema;
+	char		nulls[5] = {' ', ' ', ' ', rate_null ? 'n' : ' ', ' '};
 	bool		isnull;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("%s must not be null", PG_ARGISNULL(0) ? "directory" : PG_ARGISNULL(1) ? "migration" : "max_parallel")));
 	if (!preloaded)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("background rebalancing needs chash in shared_preload_libraries"),
 				 errdetail("The rebalance's workers are background workers of the directory server, which only a preloaded library can start."),
 				 errhint("Add chash to shared_preload_libraries on the directory server and restart it, or move the migration with chash_move.")));
-	directory = PG_GETARG_TEXT_PP(0);
-	name = text_to_cstring(directory);
 	if (strlen(name) >= sizeof(args.directory))
 		ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),
 						errmsg("directory name \"%.*s\" is too long for a background rebalance", chash_quote_len(name, strlen(name)), name),
 						errdetail("A background rebalance takes directory names of at most %d bytes.", (int) sizeof(args.directory) - 1)));
-	check_mover_role();
 
 	values[0] = PointerGetDatum(directory);
-	values[1] = PG_GETARG_DATUM(1);
-	values[2] = PG_GETARG_DATUM(2);
-	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	values[1] = migration;
+	values[2] = max_parallel;
+	values[3] = rate_null ? (Datum) 0 : max_rate;
 	values[4] = CStringGetDatum(GetUserNameFromId(GetUserId(), false));
 	values[4] = DirectFunctionCall1(namein, values[4]);
-	SPI_connect();
-	if ((schema = rebalance_schema()) == NULL)
-		elog(ERROR, "extension chash is not installed");
 	/* a new run: the figures go on when it is the same migration */
 	if (as_owner(psprintf("INSERT INTO %1$s.chash_rebalance AS r (directory, migration, max_parallel, max_rate, role) "
 						  "VALUES ($1, $2, $3, $4, $5) "
-						  "ON CONFLICT (directory) DO UPDATE SET migration = $2, run = r.run + 1, state = 'running', "
+						  "ON CONFLICT (directory) DO UPDATE SET migration = $2, run = r.run OPERATOR(pg_catalog.+) 1, state = 'running', "
 						  "  max_parallel = $3, max_rate = $4, role = $5, worker_pid = NULL, jobs = NULL, "
-						  "  rows_moved = CASE WHEN r.migration = $2 THEN r.rows_moved ELSE 0 END, "
+						  "  rows_moved = CASE WHEN r.migration OPERATOR(pg_catalog.=) $2 THEN r.rows_moved ELSE 0 END, "
 						  "  rows_per_second = NULL, started_at = pg_catalog.now(), updated_at = pg_catalog.now(), "
 						  "  last_error = NULL, last_error_steps = NULL "
 						  "RETURNING r.run", schema),
 				 5, types, values, nulls) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
 		elog(ERROR, "could not record the rebalance of \"%s\"", name);
 	args.run = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
 
 	record_database();
 	/* the worker waits for this transaction: it sees the row once it commits, none if it aborts */
 	args.xid = GetTopTransactionId();
 	strlcpy(args.directory, name, sizeof(args.directory));
 	rebalance_register(MyDatabaseId, &args, true);
-	PG_RETURN_VOID();
+}
+
+/*
+ * chash_rebalance_start(directory, mode, max_parallel, max_rate): plans a
+ * migration (or takes over the running one) and launches its worker.
+ * The plan is made with the caller's rights, as chash_migration_start
+ * alone would be; only the record of the run is written as the
+ * extension's owner, and no SQL function of the launch is anybody's to
+ * call on its own.
+ */
+Datum
+chash_rebalance_start(PG_FUNCTION_ARGS)
+{
+	text	   *directory;
+	char	   *schema;
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	Datum		migration;
+	bool		isnull;
+	int			level;
+
+	chash_require_args(fcinfo, "directory", "mode", "max_parallel", NULL);
+	if (PG_GETARG_INT32(2) < 1 || PG_GETARG_INT32(2) > 64)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("max_parallel must be between 1 and 64")));
+	if (!PG_ARGISNULL(3) && PG_GETARG_INT64(3) <= 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("max_rate must be positive"),
+						errhint("Pass NULL for no limit.")));
+	/* before anything is planned */
+	check_mover_role();
+	directory = PG_GETARG_TEXT_PP(0);
+	values[0] = PointerGetDatum(directory);
+	values[1] = PG_GETARG_DATUM(1);
+
+	level = chash_pin_search_path();
+	SPI_connect();
+	if ((schema = rebalance_schema()) == NULL)
+		elog(ERROR, "extension chash is not installed");
+	SPI_execute_with_args(psprintf("SELECT %s.chash_migration_lock_directory($1)", schema),
+						  1, types, values, NULL, false, 0);
+	/* the running migration, taken over, or a new one of the plan */
+	if (SPI_execute_with_args(psprintf("SELECT m.id FROM %s.chash_migration m "
+									   "WHERE m.directory OPERATOR(pg_catalog.=) $1 "
+									   "AND m.status OPERATOR(pg_catalog.=) 'running'", schema),
+							  1, types, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the migrations of the directory");
+	if (SPI_processed == 0)
+		SPI_execute_with_args(psprintf("SELECT %s.chash_migration_start($1, $2)", schema),
+							  2, types, values, NULL, false, 0);
+	if (SPI_tuptable == NULL || SPI_processed != 1)
+		elog(ERROR, "could not plan the migration of the directory");
+	migration = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "could not plan the migration of the directory");
+	/* the plan was empty: nothing to move */
+	types[0] = INT8OID;
+	if (SPI_execute_with_args(psprintf("SELECT FROM %s.chash_migration m WHERE m.id OPERATOR(pg_catalog.=) $1 "
+									   "AND m.status OPERATOR(pg_catalog.=) 'done'", schema),
+							  1, types, &migration, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the migration of the directory");
+	if (SPI_processed == 0)
+		launch(directory, schema, migration, PG_GETARG_DATUM(2), PG_ARGISNULL(3),
+			   PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3));
+	SPI_finish();
+	AtEOXact_GUC(true, level);
+	PG_RETURN_DATUM(migration);
 }
 
 /* A live background worker of this database: the pid recorded is no other process's. */
@@ -323,11 +399,15 @@ worker_alive(int pid)
 	return proc != NULL && proc->isBackgroundWorker && proc->databaseId == MyDatabaseId;
 }
 
-Datum
-chash_rebalance_request_stop(PG_FUNCTION_ARGS)
+/*
+ * Signals the live worker of the rebalance of directory to stop and
+ * returns "stopping", or records the rebalance stopped when no worker of
+ * it runs; returns its state.
+ */
+static const char *
+request_stop(text *directory)
 {
-	text	   *directory;
-	char	   *name;
+	char	   *name = text_to_cstring(directory);
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1];
 	char	   *schema;
@@ -335,16 +415,11 @@ chash_rebalance_request_stop(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		pid;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("directory must not be null")));
-	directory = PG_GETARG_TEXT_PP(0);
-	name = text_to_cstring(directory);
 	values[0] = PointerGetDatum(directory);
-	check_mover_role();
 	SPI_connect();
 	if ((schema = rebalance_schema()) == NULL)
 		elog(ERROR, "extension chash is not installed");
-	if (as_owner(psprintf("SELECT r.state, r.worker_pid FROM %s.chash_rebalance r WHERE r.directory = $1", schema),
+	if (as_owner(psprintf("SELECT r.state, r.worker_pid FROM %s.chash_rebalance r WHERE r.directory OPERATOR(pg_catalog.=) $1", schema),
 				 1, types, values, NULL) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the rebalance of \"%s\"", name);
 	if (SPI_processed != 1)
@@ -366,7 +441,7 @@ chash_rebalance_request_stop(PG_FUNCTION_ARGS)
 		{
 			/* no worker works on it (or one is starting, and finds it stopped) */
 			if (as_owner(psprintf("UPDATE %s.chash_rebalance SET state = 'stopped', worker_pid = NULL, "
-								  "updated_at = pg_catalog.now() WHERE directory = $1", schema),
+								  "updated_at = pg_catalog.now() WHERE directory OPERATOR(pg_catalog.=) $1", schema),
 						 1, types, values, NULL) != SPI_OK_UPDATE)
 				elog(ERROR, "could not record the rebalance of \"%s\" stopped", name);
 			state = "stopped";
@@ -374,6 +449,26 @@ chash_rebalance_request_stop(PG_FUNCTION_ARGS)
 	}
 	state = strcpy(SPI_palloc(strlen(state) + 1), state);	/* outlives SPI's memory */
 	SPI_finish();
-	CHECK_FOR_INTERRUPTS();
-	PG_RETURN_TEXT_P(cstring_to_text(state));
+	return state;
+}
+
+/*
+ * chash_rebalance_stop(directory): the worker is signalled and records
+ * its state itself; this waits until its process has ended.
+ */
+Datum
+chash_rebalance_stop(PG_FUNCTION_ARGS)
+{
+	text	   *directory;
+
+	chash_require_args(fcinfo, "directory", NULL);
+	directory = PG_GETARG_TEXT_PP(0);
+	check_mover_role();
+	while (strcmp(request_stop(directory), "stopping") == 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_RETURN_VOID();
 }

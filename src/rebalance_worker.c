@@ -158,9 +158,12 @@ static char **
 row_statement(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int *ncolumns)
 {
 	char	  **result = NULL;
+	int			level;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	/* the worker is a superuser: no database or role setting picks its operators */
+	level = chash_pin_search_path();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (schema == NULL)
@@ -187,6 +190,7 @@ row_statement(const char *sql, int nargs, Oid *types, Datum *values, const char 
 		}
 	}
 	SPI_finish();
+	AtEOXact_GUC(true, level);
 	PopActiveSnapshot();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);

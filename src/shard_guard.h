@@ -55,9 +55,6 @@ extern void guard_check_tenant(GuardTarget *target, const char *tenant, size_t l
 extern void guard_require_deterministic(Oid collid, Oid relid, AttrNumber attnum,
 										const char *directory);
 
-/* The guard's trigger name prefix; guard_statement.c finds guards by it. */
-#define GUARD_TRIGGER_PREFIX "chash_guard_"
-
 extern void guard_statement_init(void);
 
 #endif

@@ -5,9 +5,10 @@
 -- and starts a background worker on the directory server that moves it
 -- with chash_move's engine (src/rebalance_worker.c).  chash_rebalance has
 -- one row per directory, the last rebalance: the worker's state and
--- figures, written by the worker and by the internal C functions below,
--- which write it as the extension's owner (no role writes it directly: the
--- workers connect as the role it names).  run counts the starts; a worker
+-- figures, written by the worker and by chash_rebalance_start and
+-- chash_rebalance_stop (C), which write it as the extension's owner with
+-- search_path pinned (no role writes it directly: the workers connect as
+-- the role it names).  run counts the starts; a worker
 -- works for one run and stops when a later start takes over.
 -- ---------------------------------------------------------------------------
 
@@ -33,10 +34,6 @@ COMMENT ON TABLE @extschema@.chash_rebalance IS
     'the last background rebalance of each directory: its migration, state, the role its workers connect as, and its figures; not routing state';
 COMMENT ON COLUMN @extschema@.chash_rebalance.jobs IS
     'the batches the worker moves at once: max_parallel, or fewer when chash.max_rebalance_jobs leaves fewer free';
-
-\ir ../functions/chash_rebalance_launch/1.2.sql
-
-\ir ../functions/chash_rebalance_request_stop/1.2.sql
 
 \ir ../functions/chash_rebalance_start/1.2.sql
 

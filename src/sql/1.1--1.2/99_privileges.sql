@@ -55,7 +55,7 @@ DECLARE
         'chash_shard_repoint', 'chash_directory_reconcile', 'chash_shard_refusal', 'chash_server_identity',
         'chash_shard_refusal_code',
         -- load statistics (docs/load.md)
-        'chash_slot_stats', 'chash_tenant_stats', 'chash_stats_reset', 'chash_stats_tracking',
+        'chash_slot_stats', 'chash_tenant_stats', 'chash_stats_tracking',
         'chash_collect', 'chash_suggest_pins', 'chash_shard_sizes',
         -- background rebalancing (docs/shards.md, "Background rebalancing")
         'chash_rebalance_start', 'chash_rebalance_stop', 'chash_rebalance_wait'];
@@ -77,10 +77,11 @@ DECLARE
         'chash_steps_lease_check', 'chash_steps_lease_set', 'chash_steps_lease_claim',
         'chash_steps_lease_fence', 'chash_steps_lease_record', 'chash_steps_lease_complete',
         'chash_steps_lease_release', 'chash_steps_lease_finish',
-        -- a background rebalance's workers connect as its starter, a mover
-        'chash_rebalance_launch', 'chash_rebalance_request_stop',
         -- the record of the online moves' replication objects (mover/replication_record.c, replication_cleaner.c)
         'chash_replication_object_record', 'chash_replication_object_orphans', 'chash_replication_object_take'];
+    -- documented functions that are a privilege: chash_operator's (and
+    -- whoever the owner grants them), not PUBLIC's (docs/load.md)
+    operator_api CONSTANT text[] := ARRAY['chash_stats_reset'];
     f record;
     r record;
 BEGIN
@@ -95,6 +96,8 @@ BEGIN
         EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
         IF f.name = ANY (api) THEN
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', f.fn);
+        ELSIF f.name = ANY (operator_api) THEN
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO chash_operator', f.fn);
         ELSIF f.name = ANY (helpers) THEN
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO chash_operator, chash_mover', f.fn);
         ELSIF f.name = ANY (mover) THEN

@@ -3,7 +3,9 @@
 -- TABLE ... INHERITS, ALTER TABLE ... INHERIT), or a trigger created,
 -- renamed or enabled on one that now fires after the guard: the
 -- registered table's guards are made again, over its whole tree.  (The
--- guard's own CREATE TRIGGER comes here too, and changes nothing.)
+-- guard's own CREATE TRIGGER comes here too, and changes nothing.)  A
+-- guard is a trigger of chash's guard function under the guard's name: a
+-- trigger of another function that takes the name is no guard.
 CREATE OR REPLACE FUNCTION @extschema@.chash_guard_new_tables() RETURNS event_trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -31,9 +33,11 @@ BEGIN
                JOIN @extschema@.chash_table r ON to_regclass(r.table_name) = a.rel
                JOIN @extschema@.chash_shard_member m ON m.directory = r.directory
               WHERE NOT EXISTS (SELECT FROM pg_trigger tg WHERE tg.tgrelid = a.objid
-                                AND tg.tgname = @extschema@.chash_guard_name(r.directory))
+                                AND tg.tgname = @extschema@.chash_guard_name(r.directory)
+                                AND tg.tgfoid = '@extschema@.chash_shard_row_guard()'::regprocedure)
                  OR (NOT EXISTS (SELECT FROM pg_trigger tg WHERE tg.tgrelid = a.rel
-                                 AND tg.tgname = @extschema@.chash_guard_name(r.directory) || '_final')
+                                 AND tg.tgname = @extschema@.chash_guard_name(r.directory) || '_final'
+                                 AND tg.tgfoid = '@extschema@.chash_shard_row_guard()'::regprocedure)
                      AND @extschema@.chash_guard_needs_final(a.rel::regclass, r.tenant_column,
                                                              @extschema@.chash_guard_name(r.directory)))
     LOOP

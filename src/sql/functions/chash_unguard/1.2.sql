@@ -1,5 +1,6 @@
 -- The guards of a table go with its inheritance children; clones on
--- partitions go with the partitioned table's trigger.
+-- partitions go with the partitioned table's trigger.  Only chash's
+-- guards: a trigger of another function is not dropped for its name.
 CREATE OR REPLACE FUNCTION @extschema@.chash_unguard(directory text, table_name text DEFAULT NULL) RETURNS bigint
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -15,6 +16,8 @@ BEGIN
               WHERE tg.tgname IN (@extschema@.chash_guard_name(directory),
                                   (@extschema@.chash_guard_name(directory) || '_final')::name,
                                   ('chash_guard_truncate_' || left(md5(directory), 12))::name)
+                AND tg.tgfoid IN ('@extschema@.chash_shard_row_guard()'::regprocedure,
+                                  '@extschema@.chash_shard_truncate_guard()'::regprocedure)
                 AND tg.tgparentid = 0
                 AND (table_name IS NULL OR tg.tgrelid IN (SELECT * FROM @extschema@.chash_guard_tree(rel)))
     LOOP
