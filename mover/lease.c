@@ -119,6 +119,8 @@ array_literal(char **values, const int *numbers, int n)
  * chash_tenant_size knows the tenants.  A new batch of a shard pair in
  * fence_from/fence_to (text[] literals, or NULL) is fenced with its claim.
  */
+static ClaimResult claim(Server *dir, Batch *batch, const char *const *params);
+
 ClaimResult
 lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, const char *fence_to)
 {
@@ -128,6 +130,20 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 	char	   *max_rows = options.batch_rows > 0 ? text_of(options.batch_rows) : NULL;
 	char	   *max_bytes = options.batch_bytes > 0 ? text_of(options.batch_bytes) : NULL;
 	const char *params[8] = {id, migration.holder, lease, max, max_rows, max_bytes, fence_from, fence_to};
+	ClaimResult result = claim(dir, batch, params);
+
+	free(id);
+	free(lease);
+	free(max);
+	free(max_rows);
+	free(max_bytes);
+	return result;
+}
+
+/* lease_claim's statements, with its parameters */
+static ClaimResult
+claim(Server *dir, Batch *batch, const char *const *params)
+{
 	PGresult   *res;
 	ClaimResult result;
 	int			n;
@@ -140,9 +156,6 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 								 "                                $7::text[], $8::text[]) "
 								 "ORDER BY step", dir->schema),
 				8, params);
-	free(max);
-	free(max_rows);
-	free(max_bytes);
 	if (res == NULL)
 		return config_error ? CLAIM_STUCK : CLAIM_ERROR;	/* 42501: permission denied */
 	n = PQntuples(res);
