@@ -4,7 +4,10 @@
  * expired together with the progress it had reached; every later call
  * checks the lease is still ours.  A keeper thread renews this process's
  * leases every third of their length, over a connection of its own, so a
- * long copy does not lose its step.  Each call a batch makes of its
+ * long copy does not lose its step (run.c says which function runs on
+ * which thread: the keeper touches only held[] under held_lock, the
+ * counters under counters_lock, and its own connection and texts, and
+ * is joined by lease_keeper_stop).  Each call a batch makes of its
  * leases is a typed function here (lease_fence, lease_complete,
  * lease_release, lease_finish, lease_subscribed, lease_copied,
  * lease_lock and lease_unlock).

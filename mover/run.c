@@ -4,7 +4,38 @@
  * connections (the directory database, and each shard it meets) and
  * loops: claim a batch of steps (or take one over), move it, until nothing
  * is left.  chash_move (main.c) calls it; nothing here exits the process,
- * so another program can link it too.
+ * so another program can link it too: the background rebalance runs it
+ * inside a server (src/rebalance_worker.c, in a thread of its own).
+ *
+ * Threads, and what runs on each:
+ * - the runner, the thread that calls mover_run (chash_move's main
+ *   thread; the worker's engine thread): find_migration, dry_run,
+ *   replication_objects_clean, migration_finished; it starts the keeper
+ *   and the jobs and joins them before it returns, on every path.
+ * - the keeper (lease.c, lease_keeper): renews the held leases and reads
+ *   the totals, over a connection of its own; lease_keeper_start starts
+ *   it, lease_keeper_stop ends it and joins it once the jobs are joined.
+ * - a job (run_job): claims and moves batches over its own connections
+ *   (shards.c keeps a job's shard connections per thread); it starts its
+ *   finisher (finisher.c, finisher_main: a completed batch's source side)
+ *   and, for one job copying with writes blocked, a claim of the next
+ *   batch beside the copy (prefetch_run); it joins both (finisher_stop,
+ *   prefetch_take) and closes every connection before it returns.
+ * What they share is this file's and lease.c's, progress.c's and
+ * report.c's globals, each under its lock; stop_requested and
+ * stop_claiming are set by the program (a signal handler, the worker's
+ * thread), failed and config_error only ever become true during a run.
+ *
+ * Rules for every one of these threads, since inside a server they are
+ * threads of a server process: they call libc, libpq and libxxhash only,
+ * never a function of the server (no palloc, no elog or ereport, no
+ * server global, no signal handler, no longjmp); their messages go
+ * through report(), whose hook (report_hook) the program sets; nothing
+ * ends the process (chash_move's main.c alone exits, from
+ * out_of_memory_hook) or raises a signal (crash_point.c is not in the
+ * server's build); every text made for a statement or a message is
+ * freed (query_owned, report_result_owned), every connection closed,
+ * every thread joined.  scripts/check-library checks the calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
