@@ -115,7 +115,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 	/* leftovers of an earlier try off the target, children first; then the copy, parents first */
 	for (int i = ntables - 1; i >= 0; i--)
 	{
-		PGresult   *res = query(tgt, delete_sql(tgt, &tables[i], target), 0, NULL);
+		PGresult   *res = query_owned(tgt, delete_sql(tgt, &tables[i], target), 0, NULL);
 
 		if (res == NULL)
 			goto out;
