@@ -140,10 +140,10 @@ dry_run(void)
 	char	   *id = format_text("%lld", migration.id);
 	const char *params[1] = {id};
 	PGresult   *res;
-	PlanStep   *steps;
+	PlanStep   *steps = NULL;
 	PlanPair   *pairs = NULL;
 	int			npairs = 0;
-	int			nsteps;
+	int			nsteps = 0;
 	int			most;
 	TableInfo  *tables = NULL;
 	int			ntables = 0;
@@ -225,8 +225,18 @@ dry_run(void)
 	printf("nothing was moved\n");
 	status = 0;
 done:
+	for (int i = 0; steps != NULL && i < nsteps; i++)
+		free(steps[i].tenant);
+	free(steps);
+	for (int p = 0; p < npairs; p++)
+	{
+		free(pairs[p].from);
+		free(pairs[p].to);
+	}
+	free(pairs);
 	free(id);
 	free_tables(tables, ntables > 0 ? ntables : 0);
 	server_close(&dir);
+	free(dir.schema);
 	return status;
 }
