@@ -41,7 +41,7 @@ replica_position(Server *server, long long *version, char **refusal, bool *lasti
 	char	   *why = server->has_refusal
 		? format_text("%1$s.chash_shard_refusal($1), %1$s.chash_shard_refusal_code($1)", server->schema)
 		: format_text("NULL::pg_catalog.text, NULL::pg_catalog.text");
-	PGresult   *res = query(server, format_text("SELECT (SELECT d.version FROM %s.chash_directory d WHERE d.name = $1), %s",
+	PGresult   *res = query_owned(server, format_text("SELECT (SELECT d.version FROM %s.chash_directory d WHERE d.name = $1), %s",
 											   server->schema, why), 1, params);
 
 	free(why);
@@ -99,7 +99,7 @@ shard_agrees(Server *dir, Server *shard, const Batch *batch, char *identity, siz
 	{
 		const char *sp[2] = {id, batch->step_list};
 
-		rs = query(shard, format_text("SELECT pg_catalog.array_agg(s.step ORDER BY s.step)::pg_catalog.text, "
+		rs = query_owned(shard, format_text("SELECT pg_catalog.array_agg(s.step ORDER BY s.step)::pg_catalog.text, "
 									  "       pg_catalog.array_agg(s.state ORDER BY s.step)::pg_catalog.text "
 									  "  FROM %s.chash_migration_step s WHERE s.migration = $1 AND s.step = ANY ($2::pg_catalog.int4[])",
 									  shard->schema), 2, sp);
@@ -251,7 +251,7 @@ directory_current(Server *dir)
 	if (state == 1)
 	{
 		/* checked: the directory database must still be that server (a reconnection may lead elsewhere) */
-		res = query(dir, format_text("SELECT %s.chash_server_identity()", dir->schema), 0, NULL);
+		res = query_owned(dir, format_text("SELECT %s.chash_server_identity()", dir->schema), 0, NULL);
 		if (res == NULL)
 			ok = false;
 		else
@@ -273,7 +273,7 @@ directory_current(Server *dir)
 	}
 	if (state != 0)
 		goto out;
-	res = query(dir, format_text(
+	res = query_owned(dir, format_text(
 		"SELECT h.shard, h.server, EXISTS ("
 		"       SELECT FROM %1$s.chash_migration_step s "
 		"        WHERE s.migration = $2::pg_catalog.int8 AND h.shard IN (s.from_shard, s.to_shard) "
@@ -327,7 +327,7 @@ directory_current(Server *dir)
 		pthread_mutex_lock(&run_identity_lock);
 		if (run_identity[0] == '\0')
 		{
-			res = query(dir, format_text("SELECT %s.chash_server_identity()", dir->schema), 0, NULL);
+			res = query_owned(dir, format_text("SELECT %s.chash_server_identity()", dir->schema), 0, NULL);
 			if (res != NULL)
 				snprintf(run_identity, sizeof(run_identity), "%s", PQgetvalue(res, 0, 0));
 			PQclear(res);

@@ -16,7 +16,11 @@
 
 /*
  * malloc'd copies, so callers free one way.  A text the server's encoding
- * cannot take is an error, never a NULL or empty name in the SQL built.
+ * cannot take is an error, never a NULL or empty name in the SQL built:
+ * the run fails, and the statement the text was for fails on the server
+ * (a call of a function that does not exist, or a syntax error where a
+ * name was expected), so its caller takes its usual error path; nothing
+ * here ends the process.
  */
 static char *
 escaped(PGconn *conn, const char *s, bool literal)
@@ -27,7 +31,8 @@ escaped(PGconn *conn, const char *s, bool literal)
 	if (e == NULL)
 	{
 		report("error", "could not quote \"%s\": %s", s, PQerrorMessage(conn));
-		exit(1);
+		failed = true;
+		return format_text("%s", "(SELECT pg_catalog.chash_move_could_not_quote())");
 	}
 	r = format_text("%s", e);
 	PQfreemem(e);
@@ -64,7 +69,7 @@ connect_to(const char *conninfo, const char *what)
 
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
-		report_result("error", format_text("could not connect to %s", what), NULL, conn);
+		report_result_owned("error", format_text("could not connect to %s", what), NULL, conn);
 		PQfinish(conn);
 		return NULL;
 	}
@@ -88,7 +93,10 @@ say_waiting(Server *server, PGconn **side, const char *label, double waited)
 
 	if (*side == NULL)
 	{
-		*side = connect_to(server->conninfo, format_text("%s to see what it waits for", server->name));
+		char	   *purpose = format_text("%s to see what it waits for", server->name);
+
+		*side = connect_to(server->conninfo, purpose);
+		free(purpose);
 		if (*side != NULL)
 			PQclear(PQexec(*side, "SET search_path = pg_catalog, pg_temp"));
 	}
@@ -110,9 +118,10 @@ say_waiting(Server *server, PGconn **side, const char *label, double waited)
 					   1, NULL, params, NULL, NULL, 0);
 	what = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
 		? PQgetvalue(res, 0, 0) : "not known";
-	report("info", "waiting %.0f s on %s for %s: blocked by %s", waited,
-		   strcmp(server->name, "directory") == 0 ? "the directory database" : format_text("shard \"%s\"", server->name),
-		   label, what);
+	if (strcmp(server->name, "directory") == 0)
+		report("info", "waiting %.0f s on the directory database for %s: blocked by %s", waited, label, what);
+	else
+		report("info", "waiting %.0f s on shard \"%s\" for %s: blocked by %s", waited, server->name, label, what);
 	PQclear(res);
 }
 
@@ -194,7 +203,7 @@ last_result(Server *server, const char *sql)
 	if (last == NULL || (PQresultStatus(last) != PGRES_TUPLES_OK && PQresultStatus(last) != PGRES_COMMAND_OK))
 	{
 		if (!cancelled)
-			report_result("error", format_text("query failed on shard \"%s\"", server->name), last, server->conn);
+			report_result_owned("error", format_text("query failed on shard \"%s\"", server->name), last, server->conn);
 		PQclear(last);
 		return NULL;
 	}
@@ -240,7 +249,7 @@ run(Server *server, const char *sql, int nparams, const char *const *params, boo
 		if (!sent || !cancelled)
 		{
 			note_failure(res);
-			report_result("error", format_text("query failed on %s", server->name), res, server->conn);
+			report_result_owned("error", format_text("query failed on %s", server->name), res, server->conn);
 		}
 		else
 			failed_sqlstate[0] = '\0';
@@ -254,6 +263,16 @@ PGresult *
 query(Server *server, const char *sql, int nparams, const char *const *params)
 {
 	return run(server, sql, nparams, params, false);
+}
+
+/* query() of a statement text the caller allocated (format_text): freed here, whatever the result */
+PGresult *
+query_owned(Server *server, char *sql, int nparams, const char *const *params)
+{
+	PGresult   *res = query(server, sql, nparams, params);
+
+	free(sql);
+	return res;
 }
 
 /* one or more statements without parameters */
@@ -309,9 +328,15 @@ server_open(Server *server)
 		&& PQtransactionStatus(server->conn) == PQTRANS_IDLE)
 		return true;
 	server_close(server);
-	server->conn = connect_to(server->conninfo,
-							  strcmp(server->name, "directory") == 0 ? "the directory database"
-							  : format_text("shard \"%s\"", server->name));
+	if (strcmp(server->name, "directory") == 0)
+		server->conn = connect_to(server->conninfo, "the directory database");
+	else
+	{
+		char	   *what = format_text("shard \"%s\"", server->name);
+
+		server->conn = connect_to(server->conninfo, what);
+		free(what);
+	}
 	if (server->conn == NULL)
 		return false;
 	/*
@@ -352,7 +377,7 @@ server_open(Server *server)
 	PQclear(res);
 
 	/* the guard's settings exist once chash's library is loaded */
-	res = query(server,
+	res = query_owned(server,
 				format_text("SELECT %s.chash_tenant_slot('x'::text, 1), "
 							"EXISTS (SELECT FROM pg_catalog.pg_settings WHERE name = 'chash.bypass_guard')",
 							server->schema), 0, NULL);

@@ -27,7 +27,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	res = server_exec(src, out);
 	if (PQresultStatus(res) != PGRES_COPY_OUT)
 	{
-		report_result("error", format_text("could not copy from shard \"%s\"", src->name), res, src->conn);
+		report_result_owned("error", format_text("could not copy from shard \"%s\"", src->name), res, src->conn);
 		PQclear(res);
 		goto done;
 	}
@@ -35,7 +35,7 @@ copy_table(Server *src, Server *tgt, const TableInfo *table, const char *names,
 	res = server_exec(tgt, in);
 	if (PQresultStatus(res) != PGRES_COPY_IN)
 	{
-		report_result("error", format_text("could not copy to shard \"%s\"", tgt->name), res, tgt->conn);
+		report_result_owned("error", format_text("could not copy to shard \"%s\"", tgt->name), res, tgt->conn);
 		PQclear(res);
 		goto done;
 	}

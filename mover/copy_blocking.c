@@ -28,7 +28,7 @@ target_sum(Server *tgt, const TableInfo *table, const StepTarget *target, RowSum
 	int			n;
 
 	if (PQresultStatus(res) != PGRES_COPY_OUT)
-		report_result("error", format_text("could not read the copied rows on shard \"%s\"", tgt->name), res, tgt->conn);
+		report_result_owned("error", format_text("could not read the copied rows on shard \"%s\"", tgt->name), res, tgt->conn);
 	else
 	{
 		PQclear(res);
@@ -100,8 +100,8 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 		  const Batch *batch, long long *rows, long long *bytes)
 {
 	Verdict		v = VERDICT_ERROR;
-	RowSum	   *sums = calloc(ntables > 0 ? ntables : 1, sizeof(RowSum));	/* of the source's streams */
-	long long  *taken = calloc(ntables > 0 ? ntables : 1, sizeof(long long));	/* COPY FROM's counts */
+	RowSum	   *sums = xcalloc(ntables > 0 ? ntables : 1, sizeof(RowSum));	/* of the source's streams */
+	long long  *taken = xcalloc(ntables > 0 ? ntables : 1, sizeof(long long));	/* COPY FROM's counts */
 
 	*rows = 0;
 	*bytes = 0;
@@ -115,7 +115,7 @@ copy_step(Server *dir, Server *src, Server *tgt, TableInfo *tables, int ntables,
 	/* leftovers of an earlier try off the target, children first; then the copy, parents first */
 	for (int i = ntables - 1; i >= 0; i--)
 	{
-		PGresult   *res = query(tgt, delete_sql(tgt, &tables[i], target), 0, NULL);
+		PGresult   *res = query_owned(tgt, delete_sql(tgt, &tables[i], target), 0, NULL);
 
 		if (res == NULL)
 			goto out;

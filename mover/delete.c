@@ -41,7 +41,7 @@ delete_rows(Server *server, TableInfo *tables, int ntables, const StepTarget *ta
 		return -1;
 	for (int i = ntables - 1; i >= 0; i--)
 	{
-		PGresult   *res = query(server, delete_sql(server, &tables[i], target), 0, NULL);
+		PGresult   *res = query_owned(server, delete_sql(server, &tables[i], target), 0, NULL);
 
 		if (res == NULL)
 		{

@@ -60,6 +60,13 @@ extern volatile sig_atomic_t stop_claiming;
 typedef void (*report_hook_fn) (const char *level, const char *steps, const char *message);
 extern report_hook_fn report_hook;
 
+/*
+ * report.c: called when an allocation fails, from any of the engine's
+ * threads.  chash_move's ends the process; without one (inside a server)
+ * the engine never does: it stops the run and waits for memory instead.
+ */
+extern void (*out_of_memory_hook) (void);
+
 /* progress.c: what this process has moved so far */
 extern void mover_counts(long long *steps, long long *rows, long long *bytes);
 

@@ -28,6 +28,17 @@ verified_changes(const Finish *f)
 					   f->changed, keyed, keyed == 1 ? "table" : "tables", f->scanned, f->scanned == 1 ? "table" : "tables");
 }
 
+/* "tenant 'acme'": the tenant quoted, in a text of its own */
+static char *
+tenant_words(Server *src, const char *tenant)
+{
+	char	   *quoted = escape_literal(src->conn, tenant);
+	char	   *words = format_text("tenant %s", quoted);
+
+	free(quoted);
+	return words;
+}
+
 /*
  * A completed batch's source side: once the source's replica routes its
  * rows to the target, they are deleted there (one DELETE per table) and
@@ -75,7 +86,7 @@ finish_source(Server *dir, Server *src, Server *tgt, Finish *f)
 		char	   *which = batch_describe(b);
 		char	   *what = !one ? format_text("%d %s", b->nsteps, target->slot >= 0 ? "slots" : "tenants")
 			: target->slot >= 0 ? format_text("slot %d", target->slot)
-			: format_text("tenant %s", escape_literal(src->conn, target->tenant));
+			: tenant_words(src, target->tenant);
 		char	   *fence = !b->fenced_at_claim ? format_text("fence %.3f s", f->times.fence - f->times.checked)
 			: format_text("fenced with its claim%s", b->prefetched ? " during the last batch's copy" : "");
 
@@ -120,6 +131,7 @@ struct Finisher
 	pthread_cond_t changed;
 	Finish	   *pending;		/* being finished; NULL: idle */
 	bool		quit;
+	bool		running;		/* the thread started */
 };
 
 static void *
@@ -170,17 +182,23 @@ finisher_main(void *arg)
 	}
 	step_shards_close();
 	server_close(&dir);
+	free(dir.schema);
 	return NULL;
 }
 
 Finisher *
 finisher_start(void)
 {
-	Finisher   *fi = calloc(1, sizeof(Finisher));
+	Finisher   *fi = xcalloc(1, sizeof(Finisher));
 
 	pthread_mutex_init(&fi->lock, NULL);
 	pthread_cond_init(&fi->changed, NULL);
-	pthread_create(&fi->thread, NULL, finisher_main, fi);
+	fi->running = pthread_create(&fi->thread, NULL, finisher_main, fi) == 0;
+	if (!fi->running)
+	{
+		report("error", "could not start a job's finisher thread");
+		failed = true;
+	}
 	return fi;
 }
 
@@ -188,8 +206,19 @@ finisher_start(void)
 void
 finisher_give(Finisher *fi, const Finish *f)
 {
-	Finish	   *copy = malloc(sizeof(Finish));
+	Finish	   *copy;
 
+	if (!fi->running)
+	{
+		/* no thread to finish it (the run fails): the batch is left to its leases */
+		Batch		b = f->batch;
+
+		lease_unhold(&b);
+		batch_free(&b);
+		free_tables(f->tables, f->ntables);
+		return;
+	}
+	copy = xmalloc(sizeof(Finish));
 	*copy = *f;
 	pthread_mutex_lock(&fi->lock);
 	while (fi->pending != NULL)
@@ -212,11 +241,16 @@ finisher_wait(Finisher *fi)
 void
 finisher_stop(Finisher *fi)
 {
-	finisher_wait(fi);
-	pthread_mutex_lock(&fi->lock);
-	fi->quit = true;
-	pthread_cond_broadcast(&fi->changed);
-	pthread_mutex_unlock(&fi->lock);
-	pthread_join(fi->thread, NULL);
+	if (fi->running)
+	{
+		finisher_wait(fi);
+		pthread_mutex_lock(&fi->lock);
+		fi->quit = true;
+		pthread_cond_broadcast(&fi->changed);
+		pthread_mutex_unlock(&fi->lock);
+		pthread_join(fi->thread, NULL);
+	}
+	pthread_mutex_destroy(&fi->lock);
+	pthread_cond_destroy(&fi->changed);
 	free(fi);
 }

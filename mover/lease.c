@@ -4,7 +4,10 @@
  * expired together with the progress it had reached; every later call
  * checks the lease is still ours.  A keeper thread renews this process's
  * leases every third of their length, over a connection of its own, so a
- * long copy does not lose its step.  Each call a batch makes of its
+ * long copy does not lose its step (run.c says which function runs on
+ * which thread: the keeper touches only held[] under held_lock, the
+ * counters under counters_lock, and its own connection and texts, and
+ * is joined by lease_keeper_stop).  Each call a batch makes of its
  * leases is a typed function here (lease_fence, lease_complete,
  * lease_release, lease_finish, lease_subscribed, lease_copied,
  * lease_lock and lease_unlock).
@@ -29,7 +32,7 @@ lease_hold(const Batch *batch)
 	if (nheld + batch->nsteps > held_size)
 	{
 		held_size = 2 * (nheld + batch->nsteps);
-		held = realloc(held, held_size * sizeof(int));
+		held = xrealloc(held, held_size * sizeof(int));
 	}
 	for (int i = 0; i < batch->nsteps; i++)
 		held[nheld++] = batch->steps[i];
@@ -57,7 +60,7 @@ held_array(void)
 	char	   *p;
 
 	pthread_mutex_lock(&held_lock);
-	buf = p = malloc(nheld * 12 + 3);
+	buf = p = xmalloc(nheld * 12 + 3);
 	p += sprintf(p, "{");
 	for (int i = 0; i < nheld; i++)
 		p += sprintf(p, "%s%d", i ? "," : "", held[i]);
@@ -88,7 +91,7 @@ array_literal(char **values, const int *numbers, int n)
 
 	for (int i = 0; i < n; i++)
 		len += values ? 2 * strlen(values[i]) + 3 : 12;
-	out = p = malloc(len);
+	out = p = xmalloc(len);
 	*p++ = '{';
 	for (int i = 0; i < n; i++)
 	{
@@ -119,6 +122,8 @@ array_literal(char **values, const int *numbers, int n)
  * chash_tenant_size knows the tenants.  A new batch of a shard pair in
  * fence_from/fence_to (text[] literals, or NULL) is fenced with its claim.
  */
+static ClaimResult claim(Server *dir, Batch *batch, const char *const *params);
+
 ClaimResult
 lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, const char *fence_to)
 {
@@ -128,6 +133,20 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 	char	   *max_rows = options.batch_rows > 0 ? text_of(options.batch_rows) : NULL;
 	char	   *max_bytes = options.batch_bytes > 0 ? text_of(options.batch_bytes) : NULL;
 	const char *params[8] = {id, migration.holder, lease, max, max_rows, max_bytes, fence_from, fence_to};
+	ClaimResult result = claim(dir, batch, params);
+
+	free(id);
+	free(lease);
+	free(max);
+	free(max_rows);
+	free(max_bytes);
+	return result;
+}
+
+/* lease_claim's statements, with its parameters */
+static ClaimResult
+claim(Server *dir, Batch *batch, const char *const *params)
+{
 	PGresult   *res;
 	ClaimResult result;
 	int			n;
@@ -135,14 +154,11 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 	/* CLAIM_STUCK: the mover stops at once, a retry mends nothing */
 	if (!directory_current(dir))
 		return config_error ? CLAIM_STUCK : CLAIM_ERROR;
-	res = query(dir, format_text("SELECT step, slot, tenant, from_shard, to_shard, state, progress, claimed "
+	res = query_owned(dir, format_text("SELECT step, slot, tenant, from_shard, to_shard, state, progress, claimed "
 								 "FROM %s.chash_steps_lease_claim($1, $2, $3::interval, $4::int, $5::bigint, $6::bigint, "
 								 "                                $7::text[], $8::text[]) "
 								 "ORDER BY step", dir->schema),
 				8, params);
-	free(max);
-	free(max_rows);
-	free(max_bytes);
 	if (res == NULL)
 		return config_error ? CLAIM_STUCK : CLAIM_ERROR;	/* 42501: permission denied */
 	n = PQntuples(res);
@@ -161,9 +177,9 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 			return CLAIM_STUCK;
 		}
 		batch->nsteps = n;
-		batch->steps = calloc(n, sizeof(int));
-		batch->slots = calloc(n, sizeof(int));
-		batch->tenants = calloc(n, sizeof(char *));
+		batch->steps = xcalloc(n, sizeof(int));
+		batch->slots = xcalloc(n, sizeof(int));
+		batch->tenants = xcalloc(n, sizeof(char *));
 		for (int i = 0; i < n; i++)
 		{
 			batch->steps[i] = atoi(PQgetvalue(res, i, 0));
@@ -188,7 +204,7 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 	PQclear(res);
 
 	/* Nothing to claim: finished, or held by live leases, or stuck. */
-	res = query(dir, format_text(
+	res = query_owned(dir, format_text(
 		"SELECT m.status, "
 		"       (SELECT count(*) FROM %s.chash_step_lease l WHERE l.migration = m.id), "
 		"       (SELECT pg_catalog.string_agg(s.step || ' (' || COALESCE(s.claimed_by, 'unknown') || ')', ', ' ORDER BY s.step) "
@@ -227,7 +243,7 @@ lease_call(Server *dir, const char *function, const Batch *batch, bool with_leas
 	const char *params[4] = {id, batch->step_list, migration.holder, lease};
 	PGresult   *res;
 
-	res = query(dir, format_text("SELECT %s.chash_steps_lease_%s($1, $2::int[], $3%s)", dir->schema, function,
+	res = query_owned(dir, format_text("SELECT %s.chash_steps_lease_%s($1, $2::int[], $3%s)", dir->schema, function,
 								 with_lease ? ", $4::interval" : ""), with_lease ? 4 : 3, params);
 	free(id);
 	free(lease);
@@ -274,7 +290,7 @@ on_first_step(long long v, int nsteps)
 
 	if (v < 0)
 		return NULL;
-	out = p = malloc(24 + 2 * (size_t) nsteps);
+	out = p = xmalloc(24 + 2 * (size_t) nsteps);
 	p += sprintf(p, "{%lld", v);
 	for (int i = 1; i < nsteps; i++)
 		p += sprintf(p, ",0");
@@ -293,7 +309,7 @@ lease_record(Server *dir, const Batch *batch, lease_progress progress, long long
 	const char *params[7] = {id, batch->step_list, migration.holder, state_name(STATE_LEASE, progress), lease, r, b};
 	PGresult   *res;
 
-	res = query(dir, format_text("SELECT %s.chash_steps_lease_record($1, $2::int[], $3, $4, "
+	res = query_owned(dir, format_text("SELECT %s.chash_steps_lease_record($1, $2::int[], $3, $4, "
 								 "$5::interval, $6::bigint[], $7::bigint[])", dir->schema), 7, params);
 	free(id);
 	free(lease);
@@ -325,10 +341,9 @@ lease_totals(Server *dir)
 {
 	char	   *id = text_of(migration.id);
 	const char *params[1] = {id};
-	PGresult   *res = PQexecParams(dir->conn,
-								   format_text("SELECT total, done, summary FROM %s.chash_migration_progress "
-											   "WHERE migration = $1", dir->schema),
-								   1, NULL, params, NULL, NULL, 0);
+	char	   *sql = format_text("SELECT total, done, summary FROM %s.chash_migration_progress "
+								  "WHERE migration = $1", dir->schema);
+	PGresult   *res = PQexecParams(dir->conn, sql, 1, NULL, params, NULL, NULL, 0);
 
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
 	{
@@ -342,14 +357,19 @@ lease_totals(Server *dir)
 		pthread_mutex_unlock(&counters_lock);
 	}
 	PQclear(res);
+	free(sql);
 	free(id);
 }
 
 /*
- * Renews the leases and fetches the migration's totals for the progress
- * line.  Runs until the process ends; a failed renewal is retried (the
- * lease is long enough for a server restart or two).
+ * The keeper: renews the leases and fetches the migration's totals for
+ * the progress line, until keeper_stop (mover_run sets it once the jobs
+ * have ended, and joins the thread); a failed renewal is retried (the
+ * lease is long enough for a server restart or two).  Its connection and
+ * texts are its own, freed before it returns.
  */
+static volatile sig_atomic_t keeper_stopping;
+
 void *
 lease_keeper(void *arg)
 {
@@ -360,7 +380,7 @@ lease_keeper(void *arg)
 	char	   *lease = lease_interval();
 	const char *params[4] = {id, migration.holder, lease, NULL};
 
-	for (;;)
+	while (!keeper_stopping)
 	{
 		double		t = now_seconds();
 
@@ -373,11 +393,12 @@ lease_keeper(void *arg)
 				if (t >= next_renew)
 				{
 					char	   *steps = held_array();
+					char	   *sql = format_text("SELECT %s.chash_step_lease_renew($1, $2, $3::interval, $4::int[])",
+												  dir.schema);
 
 					params[3] = steps;
-					res = PQexecParams(dir.conn,
-									   format_text("SELECT %s.chash_step_lease_renew($1, $2, $3::interval, $4::int[])", dir.schema),
-									   4, NULL, params, NULL, NULL, 0);
+					res = PQexecParams(dir.conn, sql, 4, NULL, params, NULL, NULL, 0);
+					free(sql);
 					free(steps);
 					if (PQresultStatus(res) == PGRES_TUPLES_OK)
 						next_renew = t + options.lease_seconds / 3.0;
@@ -398,9 +419,39 @@ lease_keeper(void *arg)
 			}
 		}
 		progress_draw(false);
-		usleep(250 * 1000);
+		for (int i = 0; i < 5 && !keeper_stopping; i++)
+			usleep(50 * 1000);
 	}
+	server_close(&dir);
+	free(dir.schema);
+	free(id);
+	free(lease);
 	return NULL;
+}
+
+/* The keeper of this process's leases, in a thread: false when it could not start. */
+static pthread_t keeper;
+static bool keeper_running;
+
+bool
+lease_keeper_start(void)
+{
+	keeper_stopping = 0;
+	keeper_running = pthread_create(&keeper, NULL, lease_keeper, NULL) == 0;
+	if (!keeper_running)
+		report("error", "could not start the thread that renews the leases");
+	return keeper_running;
+}
+
+/* Ends the keeper and waits for it: every path out of mover_run that started it comes here. */
+void
+lease_keeper_stop(void)
+{
+	if (!keeper_running)
+		return;
+	keeper_stopping = 1;
+	pthread_join(keeper, NULL);
+	keeper_running = false;
 }
 
 /*
@@ -424,7 +475,7 @@ lease_lock(Server *dir, const Batch *batch, unsigned states)
 		free(names);
 		return false;
 	}
-	res = query(dir, format_text("SELECT %1$s.chash_steps_lease_check($1, $2::int[], $3) IS NOT NULL "
+	res = query_owned(dir, format_text("SELECT %1$s.chash_steps_lease_check($1, $2::int[], $3) IS NOT NULL "
 								 "   AND (SELECT pg_catalog.count(*) = pg_catalog.cardinality($2::int[]) "
 								 "               AND pg_catalog.bool_and(s.state = ANY ($4::text[])) "
 								 "          FROM %1$s.chash_migration_step s "

@@ -18,11 +18,19 @@ handle_stop(int signo)
 	stop_requested = 1;
 }
 
+/* an allocation failed (report.c has said so): the program ends */
+static void
+no_memory(void)
+{
+	exit(1);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct sigaction sa = {0};
 
+	out_of_memory_hook = no_memory;
 	parse_options(argc, argv);
 	sa.sa_handler = handle_stop;
 	sigemptyset(&sa.sa_mask);

@@ -50,7 +50,7 @@ online_name(int step)
 	return format_text("chash_move_%s_%lld_%d", migration.database_id, migration.id, step);
 }
 
-/* Says once per key why steps fall back to the blocking copy; false. */
+/* Says once per key why steps fall back to the blocking copy; false.  Frees key and message. */
 static bool
 cannot(char *key, char *message, const char *hint)
 {
@@ -199,15 +199,20 @@ static bool
 usable_login(Server *src, Server *tgt)
 {
 	char	   *error = login_error(src, tgt);
-	bool		ok = error == NULL
-		|| cannot(format_text("login\n%s\n%s", src->name, tgt->name),
-					  format_text("shard \"%s\" cannot log in to shard \"%s\" for the subscription (%s): steps from \"%s\" to \"%s\" are moved with writes blocked",
-								  tgt->name, src->name, error, src->name, tgt->name),
-					  format_text("The subscription connects from the server of shard \"%s\" with the chash_shard.server of shard \"%s\", as a replication connection. "
+	char	   *hint;
+	bool		ok;
+
+	if (error == NULL)
+		return true;
+	hint = format_text("The subscription connects from the server of shard \"%s\" with the chash_shard.server of shard \"%s\", as a replication connection. "
 								  "Put that role's password in the .pgpass file of the operating-system user that runs the server of shard \"%s\" (usually ~postgres/.pgpass, mode 0600), "
 								  "give the role REPLICATION, or allow the connection in the pg_hba.conf of shard \"%s\".",
-								  tgt->name, src->name, tgt->name, src->name));
-
+								  tgt->name, src->name, tgt->name, src->name);
+	ok = cannot(format_text("login\n%s\n%s", src->name, tgt->name),
+				format_text("shard \"%s\" cannot log in to shard \"%s\" for the subscription (%s): steps from \"%s\" to \"%s\" are moved with writes blocked",
+							tgt->name, src->name, error, src->name, tgt->name),
+				hint);
+	free(hint);
 	free(error);
 	return ok;
 }

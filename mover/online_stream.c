@@ -110,8 +110,10 @@ subscription_state(Server *tgt, const char *name, int ntables)
 			report("error", "shard \"%s\" cannot apply the step's changes (subscription \"%s\" failed)", tgt->name, name);
 		report("detail", "The step is given back: its rows stay on the source, which owns them; nothing of the step is left on shard \"%s\".",
 			   tgt->name);
-		report("hint", "%s", error != NULL ? "Make the table the same on both shards (its columns, its unique indexes) and run chash_move again."
-			   : format_text("The server log of shard \"%s\" says why; make the table the same on both shards and run chash_move again.", tgt->name));
+		if (error != NULL)
+			report("hint", "Make the table the same on both shards (its columns, its unique indexes) and run chash_move again.");
+		else
+			report("hint", "The server log of shard \"%s\" says why; make the table the same on both shards and run chash_move again.", tgt->name);
 		free(error);
 		state = APPLY_FAILED;
 	}

@@ -49,7 +49,7 @@ create_slot(Server *src, const char *name, char **snapshot)
 	repl.conn = PQconnectdbParams(keywords, values, true);
 	if (PQstatus(repl.conn) != CONNECTION_OK)
 	{
-		report_result("error", format_text("could not open a replication connection to shard \"%s\"", src->name), NULL, repl.conn);
+		report_result_owned("error", format_text("could not open a replication connection to shard \"%s\"", src->name), NULL, repl.conn);
 		PQfinish(repl.conn);
 		return NULL;
 	}
@@ -60,7 +60,7 @@ create_slot(Server *src, const char *name, char **snapshot)
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQgetisnull(res, 0, 2))
 	{
 		if (!cancelled)
-			report_result("error", format_text("could not create replication slot \"%s\" on shard \"%s\"", name, src->name),
+			report_result_owned("error", format_text("could not create replication slot \"%s\" on shard \"%s\"", name, src->name),
 						  res, repl.conn);
 		PQclear(res);
 		PQfinish(repl.conn);
@@ -127,7 +127,7 @@ static bool
 copy_tables(Server *src, Server *tgt, TableInfo *tables, int ntables, const StepTarget *target, OnlineCopy *copy)
 {
 	free(copy->table_rows);
-	copy->table_rows = calloc(ntables > 0 ? ntables : 1, sizeof(long long));
+	copy->table_rows = xcalloc(ntables > 0 ? ntables : 1, sizeof(long long));
 	for (int i = 0; i < ntables; i++)
 	{
 		long long	n = copy_table(src, tgt, &tables[i], tables[i].columns, target, &copy->bytes, NULL);

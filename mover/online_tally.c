@@ -172,7 +172,7 @@ tally_start_source(Server *src, Server *tgt, const char *name, TableInfo *tables
 	if (started)
 	{
 		copy->tally[1].except_xid = copy->target_xid;
-		copy->tables = calloc(ntables > 0 ? ntables : 1, sizeof(TallyTable));
+		copy->tables = xcalloc(ntables > 0 ? ntables : 1, sizeof(TallyTable));
 		copy->ntables = ntables;
 	}
 	for (int i = 0; started && i < ntables; i++)
@@ -247,7 +247,7 @@ tally_read_one(OnlineCopy *copy, Tally *t, int side)
 		if (tt->nchanged == tt->capacity)
 		{
 			tt->capacity = tt->capacity ? 2 * tt->capacity : 256;
-			tt->changed = realloc(tt->changed, tt->capacity * sizeof(char *));
+			tt->changed = xrealloc(tt->changed, tt->capacity * sizeof(char *));
 		}
 		tt->changed[tt->nchanged++] = format_text("%s", key);
 		if (tt->nchanged > 2 * tt->distinct + 4096)
@@ -280,7 +280,7 @@ tally_json(TallyTable *t)
 
 	for (int i = 0; i < t->nchanged; i++)
 		size += strlen(t->changed[i]) + 1;
-	json = p = malloc(size);
+	json = p = xmalloc(size);
 	*p++ = '[';
 	for (int i = 0; i < t->nchanged; i++)
 	{

@@ -47,7 +47,7 @@ subscription_drop_named(Server *tgt, const char *name)
 
 	free(sql);
 	if (!dropped)
-		report_result("warning", format_text("could not drop subscription \"%s\" on shard \"%s\" with its slots", name, tgt->name),
+		report_result_owned("warning", format_text("could not drop subscription \"%s\" on shard \"%s\" with its slots", name, tgt->name),
 					  res, tgt->conn);
 	PQclear(res);
 	for (int i = 0; !dropped && i < 3; i++)
@@ -198,7 +198,7 @@ online_drop_batch(Server *src, Server *tgt, const Batch *batch)
 
 	if (batch->nsteps == 1)
 		return online_drop(src, tgt, batch->steps[0]);
-	names = p = malloc((size_t) batch->nsteps * 64 + 3);
+	names = p = xmalloc((size_t) batch->nsteps * 64 + 3);
 	p += sprintf(p, "{");
 	for (int i = 0; i < batch->nsteps; i++)
 	{

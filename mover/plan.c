@@ -42,7 +42,7 @@ pair_of(PlanPair **pairs, int *npairs, const char *from, const char *to, bool by
 		if (strcmp((*pairs)[i].from, from) == 0 && strcmp((*pairs)[i].to, to) == 0
 			&& (*pairs)[i].by_tenant == by_tenant)
 			return i;
-	*pairs = realloc(*pairs, (*npairs + 1) * sizeof(PlanPair));
+	*pairs = xrealloc(*pairs, (*npairs + 1) * sizeof(PlanPair));
 	(*pairs)[*npairs] = (PlanPair) {format_text("%s", from), format_text("%s", to), by_tenant, 0, 0};
 	return (*npairs)++;
 }
@@ -51,7 +51,7 @@ pair_of(PlanPair **pairs, int *npairs, const char *from, const char *to, bool by
 static char *
 pair_list(const PlanStep *steps, int nsteps, int pair, bool by_tenant)
 {
-	char	  **values = calloc(nsteps > 0 ? nsteps : 1, sizeof(char *));
+	char	  **values = xcalloc(nsteps > 0 ? nsteps : 1, sizeof(char *));
 	char	   *out;
 	int			n = 0;
 
@@ -87,7 +87,7 @@ count_pair(Server *dir, PlanPair *pair, int p, PlanStep *steps, int nsteps, Tabl
 		char	   *key = pair->by_tenant ? format_text("(%s)::pg_catalog.text", column)
 			: format_text("%s.chash_tenant_slot(%s, %d, %s)::pg_catalog.text", src->schema, column,
 						  migration.slot_count, method);
-		PGresult   *res = query(src, format_text("SELECT %s, pg_catalog.count(*), "
+		PGresult   *res = query_owned(src, format_text("SELECT %s, pg_catalog.count(*), "
 												 "       pg_catalog.sum(pg_catalog.pg_column_size(t.*)) "
 												 "  FROM %s t WHERE %s GROUP BY 1",
 												 key, tables[i].table_name, pred), 0, NULL);
@@ -140,10 +140,10 @@ dry_run(void)
 	char	   *id = format_text("%lld", migration.id);
 	const char *params[1] = {id};
 	PGresult   *res;
-	PlanStep   *steps;
+	PlanStep   *steps = NULL;
 	PlanPair   *pairs = NULL;
 	int			npairs = 0;
-	int			nsteps;
+	int			nsteps = 0;
 	int			most;
 	TableInfo  *tables = NULL;
 	int			ntables = 0;
@@ -155,7 +155,7 @@ dry_run(void)
 
 	if (!server_open(&dir) || (ntables = registered_tables(&dir, &tables)) < 0)
 		goto done;
-	res = query(&dir, format_text("SELECT s.step, s.slot, s.tenant, s.from_shard, s.to_shard, %s.chash_steps_max(), "
+	res = query_owned(&dir, format_text("SELECT s.step, s.slot, s.tenant, s.from_shard, s.to_shard, %s.chash_steps_max(), "
 								  "       (SELECT pg_catalog.count(*) FROM %s.chash_migration_step f "
 								  "         WHERE f.migration = $1 AND f.state IN ('copying', 'fenced')) "
 								  "  FROM %s.chash_migration_step s WHERE s.migration = $1 AND s.state = 'pending' "
@@ -165,7 +165,7 @@ dry_run(void)
 	nsteps = PQntuples(res);
 	if (options.max_steps >= 0 && nsteps > options.max_steps)
 		nsteps = (int) options.max_steps;
-	steps = calloc(nsteps > 0 ? nsteps : 1, sizeof(PlanStep));
+	steps = xcalloc(nsteps > 0 ? nsteps : 1, sizeof(PlanStep));
 	most = nsteps > 0 ? atoi(PQgetvalue(res, 0, 5)) : 1;
 	if (options.batch_steps < most)
 		most = options.batch_steps;
@@ -225,8 +225,18 @@ dry_run(void)
 	printf("nothing was moved\n");
 	status = 0;
 done:
+	for (int i = 0; steps != NULL && i < nsteps; i++)
+		free(steps[i].tenant);
+	free(steps);
+	for (int p = 0; p < npairs; p++)
+	{
+		free(pairs[p].from);
+		free(pairs[p].to);
+	}
+	free(pairs);
 	free(id);
 	free_tables(tables, ntables > 0 ? ntables : 0);
 	server_close(&dir);
+	free(dir.schema);
 	return status;
 }

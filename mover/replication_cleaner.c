@@ -24,7 +24,7 @@ clean_step(Server *dir, const char *id, const char *step, const char *from_shard
 
 	if (!command(dir, "BEGIN"))
 		return false;
-	res = query(dir, format_text("SELECT %s.chash_replication_object_take($1, $2::int, false)", dir->schema), 2, params);
+	res = query_owned(dir, format_text("SELECT %s.chash_replication_object_take($1, $2::int, false)", dir->schema), 2, params);
 	if (res == NULL || PQgetvalue(res, 0, 0)[0] != 't')
 	{
 		/* claimed meanwhile: its mover drops them */
@@ -36,7 +36,7 @@ clean_step(Server *dir, const char *id, const char *step, const char *from_shard
 		&& online_drop(src, tgt, atoi(step));
 	if (ok)
 	{
-		res = query(dir, format_text("SELECT %s.chash_replication_object_take($1, $2::int, true)", dir->schema), 2, params);
+		res = query_owned(dir, format_text("SELECT %s.chash_replication_object_take($1, $2::int, true)", dir->schema), 2, params);
 		ok = res != NULL;
 		PQclear(res);
 	}
@@ -60,7 +60,7 @@ replication_objects_clean(void)
 	PGresult   *res;
 
 	if (server_open(&dir)
-		&& (res = query(&dir, format_text("SELECT step, from_shard, to_shard FROM %s.chash_replication_object_orphans($1)",
+		&& (res = query_owned(&dir, format_text("SELECT step, from_shard, to_shard FROM %s.chash_replication_object_orphans($1)",
 										  dir.schema), 1, params)) != NULL)
 	{
 		for (int i = 0; i < PQntuples(res) && !stop_requested; i++)
@@ -69,5 +69,6 @@ replication_objects_clean(void)
 	}
 	server_close(&dir);
 	step_shards_close();
+	free(dir.schema);
 	free(id);
 }

@@ -17,7 +17,7 @@ replication_objects_record(Server *dir, int step, const char *source, const char
 	char	   *id = format_text("%lld", migration.id);
 	char	   *s = format_text("%d", step);
 	const char *params[6] = {id, s, migration.holder, source, target, name};
-	PGresult   *res = query(dir, format_text("SELECT %s.chash_replication_object_record($1, $2::int, $3, $4, $5, $6)",
+	PGresult   *res = query_owned(dir, format_text("SELECT %s.chash_replication_object_record($1, $2::int, $3, $4, $5, $6)",
 											 dir->schema), 6, params);
 
 	free(id);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chash_move.h"
 
@@ -16,7 +17,73 @@ pthread_mutex_t output_lock = PTHREAD_MUTEX_INITIALIZER;
 report_hook_fn report_hook;		/* engine.h: a program's own sink */
 __thread const char *report_steps;
 
-/* A message's text (and any other allocated text), or exit on no memory. */
+/*
+ * Memory.  Every allocation of the engine goes through these, so none
+ * returns NULL.  When one fails, the program's out_of_memory_hook
+ * (engine.h) decides: chash_move's (main.c) ends the process.  Without
+ * a hook (the server's worker), the engine never ends the process: it
+ * says so once, stops the run (the jobs see stop_requested and failed)
+ * and tries again every 100 ms, so the thread goes on once memory is
+ * back and winds down with the run.
+ */
+void		(*out_of_memory_hook) (void);
+
+static void
+out_of_memory(int attempt)
+{
+	if (attempt == 0)
+	{
+		report("error", "out of memory");
+		if (out_of_memory_hook != NULL)
+			out_of_memory_hook();
+		failed = true;
+		stop_requested = 1;
+	}
+	usleep(100 * 1000);
+}
+
+void *
+xmalloc(size_t size)
+{
+	void	   *p;
+
+	for (int attempt = 0; (p = malloc(size ? size : 1)) == NULL; attempt++)
+		out_of_memory(attempt);
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void	   *p;
+
+	for (int attempt = 0; (p = calloc(n ? n : 1, size ? size : 1)) == NULL; attempt++)
+		out_of_memory(attempt);
+	return p;
+}
+
+void *
+xrealloc(void *old, size_t size)
+{
+	void	   *p;
+
+	for (int attempt = 0; (p = realloc(old, size ? size : 1)) == NULL; attempt++)
+		out_of_memory(attempt);
+	return p;
+}
+
+/* XXH64's state (rowsum.c), allocated by xxhash itself */
+XXH64_state_t *
+xhash_state(void)
+{
+	XXH64_state_t *p;
+
+	for (int attempt = 0; (p = XXH64_createState()) == NULL; attempt++)
+		out_of_memory(attempt);
+	return p;
+}
+
+/* A message's text, or any other allocated text: the caller frees it. */
 char *
 format_text(const char *fmt,...)
 {
@@ -27,12 +94,10 @@ format_text(const char *fmt,...)
 	va_start(ap, fmt);
 	n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	s = malloc(n + 1);
-	if (s == NULL)
-	{
-		report("error", "out of memory");
-		exit(1);
-	}
+	if (n < 0)
+		n = 0;					/* a format error: an empty text */
+	s = xmalloc(n + 1);
+	s[0] = '\0';
 	va_start(ap, fmt);
 	vsnprintf(s, n + 1, fmt, ap);
 	va_end(ap);
@@ -105,6 +170,14 @@ report_result(const char *level, const char *what, const PGresult *res, const PG
 		report("hint", "%s", hint);
 }
 
+/* report_result() of a text the caller allocated (format_text): freed here */
+void
+report_result_owned(const char *level, char *what, const PGresult *res, const PGconn *conn)
+{
+	report_result(level, what, res, conn);
+	free(what);
+}
+
 /* '{"a","b"}': the values as a text[] literal, each quoted */
 char *
 text_array(char *const *values, int n)
@@ -115,12 +188,7 @@ text_array(char *const *values, int n)
 
 	for (int i = 0; i < n; i++)
 		len += 2 * strlen(values[i]) + 3;
-	out = p = malloc(len);
-	if (out == NULL)
-	{
-		report("error", "out of memory");
-		exit(1);
-	}
+	out = p = xmalloc(len);
 	*p++ = '{';
 	for (int i = 0; i < n; i++)
 	{
@@ -155,7 +223,7 @@ first_time(const char *key)
 			first = false;
 	if (first)
 	{
-		seen = realloc(seen, (nseen + 1) * sizeof(char *));
+		seen = xrealloc(seen, (nseen + 1) * sizeof(char *));
 		seen[nseen++] = format_text("%s", key);
 	}
 	pthread_mutex_unlock(&seen_lock);

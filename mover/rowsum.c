@@ -31,12 +31,7 @@ rowsum_init(RowSum *sum)
 	memset(sum, 0, sizeof(*sum));
 	sum->state = RS_HEADER;
 	sum->need = 19;
-	sum->hash = XXH64_createState();
-	if (sum->hash == NULL)
-	{
-		report("error", "out of memory");
-		exit(1);
-	}
+	sum->hash = xhash_state();
 }
 
 void

@@ -4,7 +4,38 @@
  * connections (the directory database, and each shard it meets) and
  * loops: claim a batch of steps (or take one over), move it, until nothing
  * is left.  chash_move (main.c) calls it; nothing here exits the process,
- * so another program can link it too.
+ * so another program can link it too: the background rebalance runs it
+ * inside a server (src/rebalance_worker.c, in a thread of its own).
+ *
+ * Threads, and what runs on each:
+ * - the runner, the thread that calls mover_run (chash_move's main
+ *   thread; the worker's engine thread): find_migration, dry_run,
+ *   replication_objects_clean, migration_finished; it starts the keeper
+ *   and the jobs and joins them before it returns, on every path.
+ * - the keeper (lease.c, lease_keeper): renews the held leases and reads
+ *   the totals, over a connection of its own; lease_keeper_start starts
+ *   it, lease_keeper_stop ends it and joins it once the jobs are joined.
+ * - a job (run_job): claims and moves batches over its own connections
+ *   (shards.c keeps a job's shard connections per thread); it starts its
+ *   finisher (finisher.c, finisher_main: a completed batch's source side)
+ *   and, for one job copying with writes blocked, a claim of the next
+ *   batch beside the copy (prefetch_run); it joins both (finisher_stop,
+ *   prefetch_take) and closes every connection before it returns.
+ * What they share is this file's and lease.c's, progress.c's and
+ * report.c's globals, each under its lock; stop_requested and
+ * stop_claiming are set by the program (a signal handler, the worker's
+ * thread), failed and config_error only ever become true during a run.
+ *
+ * Rules for every one of these threads, since inside a server they are
+ * threads of a server process: they call libc, libpq and libxxhash only,
+ * never a function of the server (no palloc, no elog or ereport, no
+ * server global, no signal handler, no longjmp); their messages go
+ * through report(), whose hook (report_hook) the program sets; nothing
+ * ends the process (chash_move's main.c alone exits, from
+ * out_of_memory_hook) or raises a signal (crash_point.c is not in the
+ * server's build); every text made for a statement or a message is
+ * freed (query_owned, report_result_owned), every connection closed,
+ * every thread joined.  scripts/check-library checks the calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +178,7 @@ hold_busy_pairs(Server *locker)
 	if (!server_open(locker) || !command(locker, "BEGIN"))
 		res = NULL;
 	else
-		res = query(locker, format_text(
+		res = query_owned(locker, format_text(
 			"WITH busy AS (SELECT * FROM ROWS FROM (pg_catalog.unnest($2::pg_catalog.text[]), "
 			"                                   pg_catalog.unnest($3::pg_catalog.text[])) b(f, t)) "
 			"SELECT s.step FROM %1$s.chash_migration_step s "
@@ -434,6 +465,10 @@ run_job(void *arg)
 	finisher_stop(finisher);
 	server_close(&locker);
 	server_close(&dir);
+	step_shards_close();
+	free(prefetch.dir.schema);
+	free(locker.schema);
+	free(dir.schema);
 	return NULL;
 }
 
@@ -479,21 +514,20 @@ migration_list(PGresult *res)
 	return list;
 }
 
-/* The migration to move, from --migration, --directory, or the only running one. */
+/*
+ * The migration to move, from --migration, --directory, or the only
+ * running one: -1 found (in migration), else mover_run's status.  Every
+ * result is cleared on every path; find_migration closes the connection.
+ */
 static int
-find_migration(void)
+find_migration_on(Server *dir)
 {
-	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
 	char		id[32];
 	const char *params[1];
 	PGresult   *res;
-	char	   *sql;
+	const char *sql;
+	char	   *where;
 
-	if (!server_open(&dir) || !find_database_id(&dir))
-	{
-		server_close(&dir);
-		return 1;
-	}
 	if (options.migration != 0)
 	{
 		snprintf(id, sizeof(id), "%lld", options.migration);
@@ -503,11 +537,12 @@ find_migration(void)
 	else if (options.directory != NULL)
 	{
 		params[0] = options.directory;
-		res = query(&dir, format_text("SELECT FROM %s.chash_directory WHERE name = $1", dir.schema), 1, params);
+		res = query_owned(dir, format_text("SELECT FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
 		if (res == NULL)
 			return 1;
 		if (PQntuples(res) == 0)
 		{
+			PQclear(res);
 			report("error", "directory \"%s\" does not exist", options.directory);
 			report("hint", "The directories are the rows of chash_directory in the directory database.");
 			return 1;
@@ -518,25 +553,28 @@ find_migration(void)
 	}
 	else
 		sql = "m.status = 'running' OR EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id)";
-	res = query(&dir, format_text(format_text(
+	where = format_text(
 		"SELECT m.id, m.directory, d.slot_count, d.slot_method, d.key_type, m.status "
 		"  FROM %%1$s.chash_migration m JOIN %%1$s.chash_directory d ON d.name = m.directory "
-		" WHERE %s ORDER BY m.id", sql), dir.schema),
+		" WHERE %s ORDER BY m.id", sql);
+	res = query_owned(dir, format_text(where, dir->schema),
 				options.migration != 0 || options.directory != NULL ? 1 : 0, params);
+	free(where);
 	if (res == NULL)
 		return 1;
 	if (PQntuples(res) == 0 && options.directory != NULL)
 	{
 		/* a rerun after the end: nothing left to do is success */
 		PQclear(res);
-		res = query(&dir, format_text("SELECT m.id, m.status FROM %s.chash_migration m WHERE m.directory = $1 "
-									  "ORDER BY m.id DESC LIMIT 1", dir.schema), 1, params);
+		res = query_owned(dir, format_text("SELECT m.id, m.status FROM %s.chash_migration m WHERE m.directory = $1 "
+									  "ORDER BY m.id DESC LIMIT 1", dir->schema), 1, params);
 		if (res == NULL)
 			return 1;
 		if (PQntuples(res) == 1 && state_parse(STATE_MIGRATION, PQgetvalue(res, 0, 1), PQgetlength(res, 0, 1)) == MIGRATION_DONE)
 		{
 			report("info", "migration %s of directory \"%s\" is done: nothing to move",
 				   PQgetvalue(res, 0, 0), options.directory);
+			PQclear(res);
 			return 0;
 		}
 		PQclear(res);
@@ -546,6 +584,7 @@ find_migration(void)
 	}
 	if (PQntuples(res) == 0)
 	{
+		PQclear(res);
 		if (options.migration != 0)
 			report("error", "migration %lld does not exist", options.migration);
 		else
@@ -569,6 +608,8 @@ find_migration(void)
 			report("error", "more than one migration is running: %s", list);
 			report("hint", "Choose one with --migration or --directory.");
 		}
+		free(list);
+		PQclear(res);
 		return 2;
 	}
 	migration.id = atoll(PQgetvalue(res, 0, 0));
@@ -579,8 +620,20 @@ find_migration(void)
 	if (state_parse(STATE_MIGRATION, PQgetvalue(res, 0, 5), PQgetlength(res, 0, 5)) == MIGRATION_CANCELLED && options.verbose)
 		report("info", "migration %lld was cancelled; cleaning up after its steps", migration.id);
 	PQclear(res);
-	server_close(&dir);
 	return -1;
+}
+
+static int
+find_migration(void)
+{
+	Server		dir = {.name = "directory", .conninfo = (char *) options.conninfo};
+	int			status = 1;
+
+	if (server_open(&dir) && find_database_id(&dir))
+		status = find_migration_on(&dir);
+	server_close(&dir);
+	free(dir.schema);
+	return status;
 }
 
 /*
@@ -599,7 +652,7 @@ migration_finished(void)
 	{
 		char	   *id = format_text("%lld", migration.id);
 		const char *params[1] = {id};
-		PGresult   *res = query(&dir, format_text(
+		PGresult   *res = query_owned(&dir, format_text(
 			"SELECT m.status <> 'running' AND NOT EXISTS (SELECT FROM %1$s.chash_step_lease l WHERE l.migration = m.id) "
 			"  FROM %1$s.chash_migration m WHERE m.id = $1", dir.schema), 1, params);
 
@@ -609,6 +662,7 @@ migration_finished(void)
 		lease_totals(&dir);
 	}
 	server_close(&dir);
+	free(dir.schema);
 	return done;
 }
 
@@ -633,8 +687,8 @@ int
 mover_run(const char *holder_prefix)
 {
 	char		host[64] = "";
-	pthread_t	keeper;
 	pthread_t  *threads;
+	int			started = 0;
 	Job		   *jobs;
 	bool		finished = false;
 	bool		done;
@@ -649,21 +703,30 @@ mover_run(const char *holder_prefix)
 
 	replication_objects_clean();	/* what movers that died left */
 	progress_start();
-	pthread_create(&keeper, NULL, lease_keeper, NULL);
-	threads = calloc(options.jobs, sizeof(pthread_t));
-	jobs = calloc(options.jobs, sizeof(Job));
+	if (!lease_keeper_start())
+		return 1;
+	threads = xcalloc(options.jobs, sizeof(pthread_t));
+	jobs = xcalloc(options.jobs, sizeof(Job));
 	for (int i = 0; i < options.jobs; i++)
 	{
 		jobs[i].number = i + 1;
-		pthread_create(&threads[i], NULL, run_job, &jobs[i]);
+		if (pthread_create(&threads[i], NULL, run_job, &jobs[i]) != 0)
+		{
+			/* the jobs started finish their batches; the run fails */
+			report("error", "could not start job %d of %d", i + 1, options.jobs);
+			failed = true;
+			break;
+		}
+		started++;
 	}
-	for (int i = 0; i < options.jobs; i++)
+	for (int i = 0; i < started; i++)
 	{
 		pthread_join(threads[i], NULL);
 		finished |= jobs[i].finished;
 	}
 	free(threads);
 	free(jobs);
+	lease_keeper_stop();		/* the jobs have given their steps back or finished them */
 	replication_objects_clean();	/* of the steps given back */
 	pause_point("finished");
 	done = migration_finished();	/* and the final totals */

@@ -40,7 +40,7 @@ shard(Server *dir, const char *name)
 			server = shards[i];
 	if (server == NULL)
 	{
-		res = query(dir, format_text("SELECT server FROM %s.chash_shard WHERE directory = $1 AND shard = $2",
+		res = query_owned(dir, format_text("SELECT server FROM %s.chash_shard WHERE directory = $1 AND shard = $2",
 									 dir->schema), 2, params);
 		if (res == NULL)
 			return NULL;
@@ -53,8 +53,8 @@ shard(Server *dir, const char *name)
 			config_error = true;
 			return NULL;
 		}
-		shards = realloc(shards, (nshards + 1) * sizeof(Server *));
-		server = calloc(1, sizeof(Server));
+		shards = xrealloc(shards, (nshards + 1) * sizeof(Server *));
+		server = xcalloc(1, sizeof(Server));
 		shards[nshards++] = server;
 		server->name = format_text("%s", name);
 		server->conninfo = conninfo_of_server(PQgetvalue(res, 0, 0));
@@ -66,7 +66,7 @@ shard(Server *dir, const char *name)
 		return NULL;
 	/* the shard must read the directory from a replica (or be the directory database) */
 	params[1] = NULL;
-	res = query(server, format_text("SELECT FROM %s.chash_shard_member WHERE directory = $1", server->schema),
+	res = query_owned(server, format_text("SELECT FROM %s.chash_shard_member WHERE directory = $1", server->schema),
 				1, params);
 	if (res == NULL)
 		return NULL;
@@ -92,10 +92,19 @@ step_shard(Server *dir, const char *name)
 	return shard(dir, name);
 }
 
-/* Closes this thread's shard connections (shard() opens them again). */
+/* Closes this thread's shard connections and forgets the shards: the thread ends, or cleans up. */
 void
 step_shards_close(void)
 {
 	for (int i = 0; i < nshards; i++)
+	{
 		server_close(shards[i]);
+		free(shards[i]->name);
+		free(shards[i]->conninfo);
+		free(shards[i]->schema);
+		free(shards[i]);
+	}
+	free(shards);
+	shards = NULL;
+	nshards = 0;
 }

@@ -34,7 +34,7 @@ common_columns(Server *src, Server *tgt, const TableInfo *table, char **typed)
 		return NULL;
 	}
 	/* "a int, b text" -> "a, b": each entry is an identifier then its type */
-	names = calloc(strlen(a) + 1, 1);
+	names = xcalloc(strlen(a) + 1, 1);
 	out = names;
 	for (const char *p = a; *p;)
 	{

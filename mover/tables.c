@@ -60,7 +60,7 @@ copy_checked(TableInfo *to, const TableInfo *from)
 	to->columns = copy_or_null(from->columns);
 	to->typed_columns = copy_or_null(from->typed_columns);
 	to->nsequences = from->nsequences;
-	to->sequences = calloc(from->nsequences > 0 ? from->nsequences : 1, sizeof(OwnedSequence));
+	to->sequences = xcalloc(from->nsequences > 0 ? from->nsequences : 1, sizeof(OwnedSequence));
 	for (int j = 0; j < from->nsequences; j++)
 	{
 		to->sequences[j].column = copy_or_null(from->sequences[j].column);
@@ -95,7 +95,7 @@ pair_checked(const char *src, const char *tgt, TableInfo *tables, int ntables)
 	i = find_pair(src, tgt);
 	if (i >= 0 && strcmp(pairs[i].names, names) == 0 && pairs[i].ntables == ntables)
 	{
-		TableInfo  *sorted = calloc(ntables > 0 ? ntables : 1, sizeof(TableInfo));
+		TableInfo  *sorted = xcalloc(ntables > 0 ? ntables : 1, sizeof(TableInfo));
 
 		found = true;
 		for (int k = 0; k < ntables && found; k++)
@@ -122,8 +122,8 @@ pair_checked(const char *src, const char *tgt, TableInfo *tables, int ntables)
 void
 pair_remember(const char *src, const char *tgt, const TableInfo *tables, int ntables)
 {
-	PairChecks	p = {copy_or_null(src), copy_or_null(tgt), NULL, calloc(ntables > 0 ? ntables : 1, sizeof(TableInfo)), ntables};
-	TableInfo  *by_name = calloc(ntables > 0 ? ntables : 1, sizeof(TableInfo));
+	PairChecks	p = {copy_or_null(src), copy_or_null(tgt), NULL, xcalloc(ntables > 0 ? ntables : 1, sizeof(TableInfo)), ntables};
+	TableInfo  *by_name = xcalloc(ntables > 0 ? ntables : 1, sizeof(TableInfo));
 
 	for (int i = 0; i < ntables; i++)
 	{
@@ -145,7 +145,7 @@ pair_remember(const char *src, const char *tgt, const TableInfo *tables, int nta
 	free(by_name);
 	pair_forget(src, tgt);
 	pthread_mutex_lock(&pairs_lock);
-	pairs = realloc(pairs, (npairs + 1) * sizeof(PairChecks));
+	pairs = xrealloc(pairs, (npairs + 1) * sizeof(PairChecks));
 	pairs[npairs++] = p;
 	pthread_mutex_unlock(&pairs_lock);
 }
@@ -175,8 +175,8 @@ checked_pairs(char ***src, char ***tgt)
 
 	pthread_mutex_lock(&pairs_lock);
 	n = npairs;
-	*src = calloc(n > 0 ? n : 1, sizeof(char *));
-	*tgt = calloc(n > 0 ? n : 1, sizeof(char *));
+	*src = xcalloc(n > 0 ? n : 1, sizeof(char *));
+	*tgt = xcalloc(n > 0 ? n : 1, sizeof(char *));
 	for (int i = 0; i < n; i++)
 	{
 		(*src)[i] = format_text("%s", pairs[i].src);
@@ -204,13 +204,13 @@ registered_tables(Server *dir, TableInfo **tables)
 	PGresult   *res;
 	int			n;
 
-	res = query(dir, format_text("SELECT table_name, tenant_column FROM %s.chash_table "
+	res = query_owned(dir, format_text("SELECT table_name, tenant_column FROM %s.chash_table "
 								 "WHERE directory = $1 ORDER BY table_name", dir->schema),
 				1, params);
 	if (res == NULL)
 		return -1;
 	n = PQntuples(res);
-	*tables = calloc(n > 0 ? n : 1, sizeof(TableInfo));
+	*tables = xcalloc(n > 0 ? n : 1, sizeof(TableInfo));
 	for (int i = 0; i < n; i++)
 	{
 		(*tables)[i].table_name = format_text("%s", PQgetvalue(res, i, 0));
@@ -249,7 +249,7 @@ names_array(TableInfo *tables, int ntables)
 
 	for (int i = 0; i < ntables; i++)
 		len += 2 * strlen(tables[i].table_name) + 3;
-	out = p = malloc(len);
+	out = p = xmalloc(len);
 	*p++ = '{';
 	for (int i = 0; i < ntables; i++)
 	{
@@ -283,9 +283,9 @@ order_tables(Server *src, TableInfo *tables, int ntables)
 	char	   *array = names_array(tables, ntables);
 	const char *params[1] = {array};
 	PGresult   *res;
-	bool	   *refs = calloc((size_t) ntables * ntables + 1, sizeof(bool));	/* [child][parent] */
-	bool	   *placed = calloc(ntables + 1, sizeof(bool));
-	TableInfo  *sorted = calloc(ntables + 1, sizeof(TableInfo));
+	bool	   *refs = xcalloc((size_t) ntables * ntables + 1, sizeof(bool));	/* [child][parent] */
+	bool	   *placed = xcalloc(ntables + 1, sizeof(bool));
+	TableInfo  *sorted = xcalloc(ntables + 1, sizeof(TableInfo));
 	int			nsorted = 0;
 	bool		ok = true;
 
@@ -383,7 +383,7 @@ owned_sequences(Server *tgt, TableInfo *table)
 			config_error = true;
 			return false;
 		}
-	table->sequences = calloc(n > 0 ? n : 1, sizeof(OwnedSequence));
+	table->sequences = xcalloc(n > 0 ? n : 1, sizeof(OwnedSequence));
 	table->nsequences = n;
 	for (int i = 0; i < n; i++)
 	{
@@ -450,7 +450,7 @@ table_columns(Server *server, const TableInfo *table)
 	PGresult   *res;
 	char	   *columns;
 
-	res = query(server, format_text(COLUMNS_OF, "$1"), 1, params);
+	res = query_owned(server, format_text(COLUMNS_OF, "$1"), 1, params);
 	if (res == NULL)
 		return NULL;
 	if (PQgetisnull(res, 0, 0))
@@ -477,12 +477,14 @@ server_columns_signature(Server *server, const TableInfo *tables, int ntables)
 {
 	char	   *array = names_array((TableInfo *) tables, ntables);
 	const char *params[1] = {array};
-	PGresult   *res = query(server, format_text(
+	char	   *columns = format_text(COLUMNS_OF, "t.name");
+	PGresult   *res = query_owned(server, format_text(
 		"SELECT COALESCE(pg_catalog.string_agg(COALESCE((%s), ''), E'\\n' ORDER BY t.i), '') "
 		"  FROM pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY t(name, i)",
-		format_text(COLUMNS_OF, "t.name")), 1, params);
+		columns), 1, params);
 	char	   *out = NULL;
 
+	free(columns);
 	free(array);
 	if (res != NULL)
 		out = format_text("%s", PQgetvalue(res, 0, 0));
@@ -498,6 +500,7 @@ check_slot_index(Server *server, const TableInfo *table)
 	const char *params[3];
 	char		count[16];
 	PGresult   *res;
+	char	   *method;
 	bool		first = first_time(key);
 
 	free(key);
@@ -513,16 +516,17 @@ check_slot_index(Server *server, const TableInfo *table)
 	params[0] = table->table_name;
 	params[1] = table->tenant_column;
 	params[2] = count;
-	res = query(server,
+	method = escape_literal(server->conn, migration.slot_method);
+	res = query_owned(server,
 				format_text("SELECT EXISTS (SELECT FROM pg_catalog.pg_index i, "
 							"       LATERAL (SELECT 'chash_tenant_slot(' || pg_catalog.quote_ident($2) || ', ' || $3 AS call, "
 							"                       pg_catalog.pg_get_indexdef(i.indexrelid, 1, false) AS def) x "
 							" WHERE i.indrelid = pg_catalog.to_regclass($1) AND i.indkey[0] = 0 "
 							"   AND (x.def LIKE '%%' || x.call || ', ' || pg_catalog.quote_literal(%s) || '::text)' "
 							"        OR (%s = 'xxh64' AND x.def LIKE '%%' || x.call || ')')))",
-							escape_literal(server->conn, migration.slot_method),
-							escape_literal(server->conn, migration.slot_method)),
+							method, method),
 				3, params);
+	free(method);
 	if (res == NULL)
 		return;
 	if (PQgetvalue(res, 0, 0)[0] != 't')

@@ -37,7 +37,7 @@ wait_watch(Server *dir, Server *server, const Batch *batch, const char *what, do
 	*next_say = now_seconds() + 5;
 	if (!replica_position(server, &version, &refusal, &lasting))
 		return false;
-	res = query(dir, format_text("SELECT version FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
+	res = query_owned(dir, format_text("SELECT version FROM %s.chash_directory WHERE name = $1", dir->schema), 1, params);
 	which = batch_describe(batch);
 	where = format_text("replica of directory \"%s\" is at version %lld, the directory database at version %s",
 						migration.directory, version,
@@ -135,7 +135,7 @@ wait_fence(Server *dir, Server *src, const Batch *batch)
 
 		ok = res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK;
 		if (!ok && !cancelled && !sliced)
-			report_result("error", format_text("query failed on shard \"%s\"", src->name), res, src->conn);
+			report_result_owned("error", format_text("query failed on shard \"%s\"", src->name), res, src->conn);
 		PQclear(res);
 		if (ok || !sliced || !wait_watch(dir, src, batch, "fence", start, &next_say))
 			break;
