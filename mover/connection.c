@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "chash_move.h"
+#include "../src/core/conn_policy.h"
 
 /*
  * malloc'd copies, so callers free one way.  A text the server's encoding
@@ -55,20 +56,105 @@ conninfo_of_server(const char *server)
 	return format_text("service=%s", server);
 }
 
-PGconn *
-connect_to(const char *conninfo, const char *what)
+/*
+ * Connects; in the background rebalance (options.on_behalf_of) as the
+ * server's other connections do (src/remote.c): the string's keywords
+ * checked, the role connecting as itself unless the string names another
+ * role and its password, the remote search_path pinned, and a role that is
+ * no superuser refused a connection the server asked no password for.
+ */
+static PGconn *
+connect_with(const char *conninfo, bool replication, const char *what)
 {
-	const char *keywords[] = {"dbname", "fallback_application_name", NULL};
-	const char *values[] = {conninfo, PROGNAME, NULL};
-	PGconn	   *conn = PQconnectdbParams(keywords, values, true);
+	const char *keywords[8];
+	const char *values[8];
+	int			n = 0;
+	PGconn	   *conn;
+	const char *role = options.on_behalf_of;
+	char	   *user_copy = NULL;
 
+	keywords[n] = "dbname";
+	values[n++] = conninfo;
+	if (role != NULL)
+	{
+		char	   *error = NULL;
+		PQconninfoOption *opts = PQconninfoParse(conninfo, &error);
+
+		if (opts != NULL)
+		{
+			const char *k[128];
+			const char *v[128];
+			int			count = 0;
+			const char *bad = NULL;
+			const char *user;
+			conn_policy_result r;
+
+			for (PQconninfoOption *o = opts; o->keyword != NULL && count < 128; o++)
+			{
+				k[count] = o->keyword;
+				v[count++] = o->val;
+			}
+			r = conn_policy_check(k, v, count, role, options.on_behalf_superuser, &bad);
+			if (r != CONN_POLICY_OK)
+			{
+				if (r == CONN_POLICY_KEYWORD)
+					report("error", "could not connect to %s: connection option \"%s\" is not allowed in a connection the server makes",
+						   what, bad);
+				else
+					report("error", "could not connect to %s: password is required: non-superuser \"%s\" cannot connect as another role without that role's password in the connection string",
+						   what, role);
+				PQconninfoFree(opts);
+				return NULL;
+			}
+			user = conn_policy_user(k, v, count, role, options.on_behalf_superuser);
+			if (user != NULL)
+			{
+				keywords[n] = "user";
+				values[n++] = user_copy = format_text("%s", user);
+			}
+			PQconninfoFree(opts);
+		}
+		else
+			PQfreemem(error);
+		keywords[n] = "options";
+		values[n++] = CONN_POLICY_OPTIONS;
+	}
+	keywords[n] = "fallback_application_name";
+	values[n++] = PROGNAME;
+	if (replication)
+	{
+		keywords[n] = "replication";
+		values[n++] = "database";
+	}
+	keywords[n] = values[n] = NULL;
+	conn = PQconnectdbParams(keywords, values, true);
+	free(user_copy);
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
 		report_result("error", format_text("could not connect to %s", what), NULL, conn);
 		PQfinish(conn);
 		return NULL;
 	}
+	if (role != NULL && !options.on_behalf_superuser && !PQconnectionUsedPassword(conn))
+	{
+		report("error", "could not connect to %s: password is required: non-superuser cannot connect if the server does not request a password",
+			   what);
+		PQfinish(conn);
+		return NULL;
+	}
 	return conn;
+}
+
+PGconn *
+connect_to(const char *conninfo, const char *what)
+{
+	return connect_with(conninfo, false, what);
+}
+
+PGconn *
+connect_replication(const char *conninfo, const char *what)
+{
+	return connect_with(conninfo, true, what);
 }
 
 /*
