@@ -78,44 +78,53 @@ connect_with(const char *conninfo, bool replication, const char *what)
 	if (role != NULL)
 	{
 		char	   *error = NULL;
+		/* unparsable: a database name to libpq (or an error); the role is still set */
 		PQconninfoOption *opts = PQconninfoParse(conninfo, &error);
+		const char **k = NULL;
+		const char **v = NULL;
+		int			count = 0;
+		const char *bad = NULL;
+		const char *user;
+		conn_policy_result r;
 
-		if (opts != NULL)
+		if (error)
+			PQfreemem(error);
+		for (PQconninfoOption *o = opts; o && o->keyword != NULL; o++)
+			count++;
+		if (count > 0)
 		{
-			const char *k[128];
-			const char *v[128];
-			int			count = 0;
-			const char *bad = NULL;
-			const char *user;
-			conn_policy_result r;
-
-			for (PQconninfoOption *o = opts; o->keyword != NULL && count < 128; o++)
+			k = calloc(count, sizeof(char *));
+			v = calloc(count, sizeof(char *));
+			if (k == NULL || v == NULL)
+			{
+				report("error", "out of memory");
+				exit(1);
+			}
+			count = 0;
+			for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
 			{
 				k[count] = o->keyword;
 				v[count++] = o->val;
 			}
-			r = conn_policy_check(k, v, count, role, options.on_behalf_superuser, &bad);
-			if (r != CONN_POLICY_OK)
-			{
-				if (r == CONN_POLICY_KEYWORD)
-					report("error", "could not connect to %s: connection option \"%s\" is not allowed in a connection the server makes",
-						   what, bad);
-				else
-					report("error", "could not connect to %s: password is required: non-superuser \"%s\" cannot connect as another role without that role's password in the connection string",
-						   what, role);
-				PQconninfoFree(opts);
-				return NULL;
-			}
-			user = conn_policy_user(k, v, count, role, options.on_behalf_superuser);
-			if (user != NULL)
-			{
-				keywords[n] = "user";
-				values[n++] = user_copy = format_text("%s", user);
-			}
-			PQconninfoFree(opts);
 		}
-		else
-			PQfreemem(error);
+		r = conn_policy_check(k, v, count, role, options.on_behalf_superuser, &bad);
+		if (r == CONN_POLICY_KEYWORD)
+			report("error", "could not connect to %s: connection option \"%s\" is not allowed in a connection the server makes",
+				   what, bad);
+		else if (r == CONN_POLICY_PASSWORD)
+			report("error", "could not connect to %s: password is required: non-superuser \"%s\" cannot connect as another role without that role's password in the connection string",
+				   what, role);
+		user = r == CONN_POLICY_OK ? conn_policy_user(k, v, count, role, options.on_behalf_superuser) : NULL;
+		if (user != NULL)
+		{
+			keywords[n] = "user";
+			values[n++] = user_copy = format_text("%s", user);
+		}
+		free(k);
+		free(v);
+		PQconninfoFree(opts);
+		if (r != CONN_POLICY_OK)
+			return NULL;
 		keywords[n] = "options";
 		values[n++] = CONN_POLICY_OPTIONS;
 	}

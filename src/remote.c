@@ -73,6 +73,12 @@ remote_params(const char *conninfo, const char *what, bool replication, RemotePa
 {
 	PQconninfoOption *opts;
 	char	   *parse_error = NULL;
+	const char **keywords = NULL;
+	const char **values = NULL;
+	int			count = 0;
+	const char *bad = NULL;
+	const char *user;
+	conn_policy_result r;
 	int			n = 0;
 
 	memset(p, 0, sizeof(*p));
@@ -83,61 +89,50 @@ remote_params(const char *conninfo, const char *what, bool replication, RemotePa
 	/* later keywords win over the string's (expand_dbname): it cannot change these */
 	p->keys[n] = "dbname";
 	p->vals[n++] = p->conninfo;
+	/*
+	 * A string libpq cannot parse is a database name to it (or an error):
+	 * there is nothing to check, but the role is still set below.
+	 */
 	opts = PQconninfoParse(conninfo, &parse_error);
+	if (parse_error)
+		PQfreemem(parse_error);
 	if (opts != NULL)
 	{
-		const char *keywords[128];
-		const char *values[128];
-		int			count = 0;
-		const char *bad = NULL;
-		const char *user;
-		conn_policy_result r;
-
-		for (PQconninfoOption *o = opts; o->keyword != NULL && count < lengthof(keywords); o++)
+		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+			count++;
+		keywords = palloc(sizeof(char *) * (count + 1));
+		values = palloc(sizeof(char *) * (count + 1));
+		count = 0;
+		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
 		{
-			keywords[count] = o->keyword;
-			values[count++] = o->val;
-		}
-		r = conn_policy_check(keywords, values, count, p->role, !p->password_required, &bad);
-		if (r == CONN_POLICY_KEYWORD)
-		{
-			char	   *keyword = pstrdup(bad);
-
-			PQconninfoFree(opts);
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("connection option \"%s\" is not allowed in a connection the server makes", keyword),
-					 errdetail("The connection to %s \"%s\" is made by the server: an option that changes who connects, what the remote session runs or which of the server's files libpq reads is refused.",
-							   what, conninfo_display(conninfo)),
-					 errhint("Remove \"%s\" from the connection string.", keyword)));
-		}
-		if (r == CONN_POLICY_PASSWORD)
-		{
-			char	   *user_named = NULL;
-
-			for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
-				if (strcmp(o->keyword, "user") == 0 && o->val)
-					user_named = pstrdup(o->val);
-			PQconninfoFree(opts);
-			ereport(ERROR,
-					(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
-					 errmsg("password is required to connect to %s \"%s\"", what, conninfo_display(conninfo)),
-					 errdetail("Non-superuser \"%s\" cannot connect as role \"%s\" without that role's password in the connection string.",
-							   p->role, user_named ? user_named : "?"),
-					 errhint("Connect as role \"%s\" (leave \"user\" out), or give the other role's password in the connection string.",
-							 p->role)));
-		}
-		user = conn_policy_user(keywords, values, count, p->role, !p->password_required);
-		/* a role that is no superuser never connects as libpq's default, the server's user */
-		if (user != NULL)
-		{
-			p->keys[n] = "user";
-			p->vals[n++] = pstrdup(user);
+			keywords[count] = pstrdup(o->keyword);
+			values[count++] = o->val ? pstrdup(o->val) : NULL;
 		}
 		PQconninfoFree(opts);
 	}
-	else if (parse_error)
-		PQfreemem(parse_error);
+	r = conn_policy_check(keywords, values, count, p->role, !p->password_required, &bad);
+	if (r == CONN_POLICY_KEYWORD)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("connection option \"%s\" is not allowed in a connection the server makes", bad),
+				 errdetail("The connection to %s \"%s\" is made by the server: an option that changes who connects, what the remote session runs or which of the server's files libpq reads is refused.",
+						   what, conninfo_display(conninfo)),
+				 errhint("Remove \"%s\" from the connection string.", bad)));
+	user = conn_policy_user(keywords, values, count, p->role, !p->password_required);
+	if (r == CONN_POLICY_PASSWORD)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to connect to %s \"%s\"", what, conninfo_display(conninfo)),
+				 errdetail("Non-superuser \"%s\" cannot connect as role \"%s\" without that role's password in the connection string.",
+						   p->role, user),
+				 errhint("Connect as role \"%s\" (leave \"user\" out), or give the other role's password in the connection string.",
+						 p->role)));
+	/* a role that is no superuser never connects as libpq's default, the server's user */
+	if (user != NULL)
+	{
+		p->keys[n] = "user";
+		p->vals[n++] = pstrdup(user);
+	}
 	p->keys[n] = "options";
 	p->vals[n++] = CONN_POLICY_OPTIONS;
 	p->keys[n] = "client_encoding";

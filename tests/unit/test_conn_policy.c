@@ -68,4 +68,7 @@ unit_main(void)
 		CHECK(strcmp(conn_policy_user(k, v, 2, "collector", false), "collector") == 0);
 		CHECK(conn_policy_user(k, v, 2, "postgres", true) == NULL);
 	}
+	/* a string libpq cannot parse (a bare database name): nothing set, the role still connects as itself */
+	CHECK(conn_policy_check(NULL, NULL, 0, "collector", false, &bad) == CONN_POLICY_OK);
+	CHECK(strcmp(conn_policy_user(NULL, NULL, 0, "collector", false), "collector") == 0);
 }
