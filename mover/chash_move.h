@@ -50,6 +50,8 @@ typedef struct Server
 } Server;
 
 extern PGconn *connect_to(const char *conninfo, const char *what);
+/* As connect_to, a replication connection to the database (NULL: failed, said). */
+extern PGconn *connect_replication(const char *conninfo, const char *what);
 extern bool server_open(Server *server);
 extern void server_close(Server *server);
 extern PGresult *query(Server *server, const char *sql, int nparams, const char *const *params);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "chash_move.h"
+#include "../src/core/conn_policy.h"
 
 /*
  * malloc'd copies, so callers free one way.  A text the server's encoding
@@ -60,20 +61,114 @@ conninfo_of_server(const char *server)
 	return format_text("service=%s", server);
 }
 
-PGconn *
-connect_to(const char *conninfo, const char *what)
+/*
+ * Connects; in the background rebalance (options.on_behalf_of) as the
+ * server's other connections do (src/remote.c): the string's keywords
+ * checked, the role connecting as itself unless the string names another
+ * role and its password, the remote search_path pinned, and a role that is
+ * no superuser refused a connection the server asked no password for.
+ */
+static PGconn *
+connect_with(const char *conninfo, bool replication, const char *what)
 {
-	const char *keywords[] = {"dbname", "fallback_application_name", NULL};
-	const char *values[] = {conninfo, PROGNAME, NULL};
-	PGconn	   *conn = PQconnectdbParams(keywords, values, true);
+	const char *keywords[8];
+	const char *values[8];
+	int			n = 0;
+	PGconn	   *conn;
+	const char *role = options.on_behalf_of;
+	char	   *user_copy = NULL;
 
+	keywords[n] = "dbname";
+	values[n++] = conninfo;
+	if (role != NULL)
+	{
+		char	   *error = NULL;
+		/* unparsable: a database name to libpq (or an error); the role is still set */
+		PQconninfoOption *opts = PQconninfoParse(conninfo, &error);
+		const char **k = NULL;
+		const char **v = NULL;
+		int			count = 0;
+		const char *bad = NULL;
+		const char *user;
+		conn_policy_result r;
+
+		if (error)
+			PQfreemem(error);
+		for (PQconninfoOption *o = opts; o && o->keyword != NULL; o++)
+			count++;
+		if (count > 0)
+		{
+			k = calloc(count, sizeof(char *));
+			v = calloc(count, sizeof(char *));
+			if (k == NULL || v == NULL)
+			{
+				report("error", "out of memory");
+				exit(1);
+			}
+			count = 0;
+			for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+			{
+				k[count] = o->keyword;
+				v[count++] = o->val;
+			}
+		}
+		r = conn_policy_check(k, v, count, role, options.on_behalf_superuser, &bad);
+		if (r == CONN_POLICY_KEYWORD)
+			report("error", "could not connect to %s: connection option \"%s\" is not allowed in a connection the server makes",
+				   what, bad);
+		else if (r == CONN_POLICY_PASSWORD)
+			report("error", "could not connect to %s: password is required: non-superuser \"%s\" cannot connect as another role without that role's password in the connection string",
+				   what, role);
+		user = r == CONN_POLICY_OK ? conn_policy_user(k, v, count, role, options.on_behalf_superuser) : NULL;
+		if (user != NULL)
+		{
+			keywords[n] = "user";
+			values[n++] = user_copy = format_text("%s", user);
+		}
+		free(k);
+		free(v);
+		PQconninfoFree(opts);
+		if (r != CONN_POLICY_OK)
+			return NULL;
+		keywords[n] = "options";
+		values[n++] = CONN_POLICY_OPTIONS;
+	}
+	keywords[n] = "fallback_application_name";
+	values[n++] = PROGNAME;
+	if (replication)
+	{
+		keywords[n] = "replication";
+		values[n++] = "database";
+	}
+	keywords[n] = values[n] = NULL;
+	conn = PQconnectdbParams(keywords, values, true);
+	free(user_copy);
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
 		report_result_owned("error", format_text("could not connect to %s", what), NULL, conn);
 		PQfinish(conn);
 		return NULL;
 	}
+	if (role != NULL && !options.on_behalf_superuser && !PQconnectionUsedPassword(conn))
+	{
+		report("error", "could not connect to %s: password is required: non-superuser cannot connect if the server does not request a password",
+			   what);
+		PQfinish(conn);
+		return NULL;
+	}
 	return conn;
+}
+
+PGconn *
+connect_to(const char *conninfo, const char *what)
+{
+	return connect_with(conninfo, false, what);
+}
+
+PGconn *
+connect_replication(const char *conninfo, const char *what)
+{
+	return connect_with(conninfo, true, what);
 }
 
 /*

@@ -29,6 +29,13 @@ typedef struct MoveOptions
 	long long	max_rate;		/* --max-rate: rows a second across jobs (0: no bound) */
 	bool		dry_run;		/* --dry-run: print the batches, move nothing */
 	long long	max_lag;		/* --max-lag: bytes a shard's replica of the directory may lag at a fence (0: no gate) */
+	/*
+	 * The background rebalance: the role its connections act for, under
+	 * the rule of the server's other connections (src/core/conn_policy.h);
+	 * NULL in chash_move, a client whose user's own passwords they are.
+	 */
+	const char *on_behalf_of;
+	bool		on_behalf_superuser;
 } MoveOptions;
 
 extern MoveOptions options;

@@ -37,8 +37,6 @@ table_list(TableInfo *tables, int ntables)
 static PGconn *
 create_slot(Server *src, const char *name, char **snapshot)
 {
-	const char *keywords[] = {"dbname", "replication", "fallback_application_name", NULL};
-	const char *values[] = {src->conninfo, "database", PROGNAME, NULL};
 	/* a Server of its own: server_wait says what a long wait waits for, and Ctrl-C cancels it */
 	Server		repl = {.name = src->name, .conninfo = src->conninfo};
 	char	   *sql;
@@ -46,13 +44,14 @@ create_slot(Server *src, const char *name, char **snapshot)
 	bool		cancelled = false;
 
 	*snapshot = NULL;
-	repl.conn = PQconnectdbParams(keywords, values, true);
-	if (PQstatus(repl.conn) != CONNECTION_OK)
 	{
-		report_result_owned("error", format_text("could not open a replication connection to shard \"%s\"", src->name), NULL, repl.conn);
-		PQfinish(repl.conn);
-		return NULL;
+		char	   *what = format_text("shard \"%s\" for a replication connection", src->name);
+
+		repl.conn = connect_replication(src->conninfo, what);
+		free(what);
 	}
+	if (repl.conn == NULL)
+		return NULL;
 	sql = format_text("CREATE_REPLICATION_SLOT %s LOGICAL chash EXPORT_SNAPSHOT", name);
 	if (PQsendQuery(repl.conn, sql))
 		res = server_wait(&repl, sql, &cancelled);

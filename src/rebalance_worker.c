@@ -30,6 +30,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -424,6 +425,12 @@ chash_rebalance_worker_main(Datum arg)
 	options.batch_rows_given = chash_rebalance_batch_rows != REBALANCE_BATCH_ROWS_DEFAULT;
 	options_throttle_batches();
 	options.conninfo = directory_conninfo(row[3]);
+	/* its connections act for the role that started it (docs/shards.md, "Server-side connections") */
+	options.on_behalf_of = MemoryContextStrdup(TopMemoryContext, row[3]);
+	StartTransactionCommand();
+	options.on_behalf_superuser = OidIsValid(get_role_oid(row[3], true)) &&
+		superuser_arg(get_role_oid(row[3], true));
+	CommitTransactionCommand();
 	report_hook = queue_message;
 	started = GetCurrentTimestamp() / 1e6;
 	ereport(LOG, (errmsg("rebalance of directory \"%s\": moving migration %lld with %d jobs",

@@ -7,14 +7,22 @@
  * Every wait is on the latch and the socket, so statement_timeout and
  * pg_cancel_backend stop it; a deadline bounds it too.  Messages name a
  * server by host, port and database only: a conninfo may hold a password.
+ *
+ * Every connection goes through remote_params and remote_require_password
+ * (docs/shards.md, "Server-side connections"): it acts for the current
+ * user, which unless it is a superuser must prove itself to the remote
+ * server with a password, as postgres_fdw and dblink require.
  */
 #include "chash.h"
 
 #include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
+#include "utils/acl.h"
 #include "utils/wait_event.h"
 
+#include "conn_policy.h"
 #include "conninfo.h"
 #include "remote.h"
 
@@ -60,18 +68,123 @@ wait_socket(PGconn *conn, int events, TimestampTz deadline)
 	return true;
 }
 
-PGconn *
-remote_try_connect(const char *conninfo, bool replication, TimestampTz deadline, char **error)
+void
+remote_params(const char *conninfo, const char *what, bool replication, RemoteParams *p)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", "replication", NULL};
-	const char *vals[] = {conninfo, "chash", "database", NULL};
+	PQconninfoOption *opts;
+	char	   *parse_error = NULL;
+	const char **keywords = NULL;
+	const char **values = NULL;
+	int			count = 0;
+	const char *bad = NULL;
+	const char *user;
+	conn_policy_result r;
+	int			n = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->role = GetUserNameFromId(GetUserId(), false);
+	p->password_required = !superuser();
+	p->conninfo = pstrdup(conninfo);
+	p->what = what;
+	/* later keywords win over the string's (expand_dbname): it cannot change these */
+	p->keys[n] = "dbname";
+	p->vals[n++] = p->conninfo;
+	/*
+	 * A string libpq cannot parse is a database name to it (or an error):
+	 * there is nothing to check, but the role is still set below.
+	 */
+	opts = PQconninfoParse(conninfo, &parse_error);
+	if (parse_error)
+		PQfreemem(parse_error);
+	if (opts != NULL)
+	{
+		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+			count++;
+		keywords = palloc(sizeof(char *) * (count + 1));
+		values = palloc(sizeof(char *) * (count + 1));
+		count = 0;
+		for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
+		{
+			keywords[count] = pstrdup(o->keyword);
+			values[count++] = o->val ? pstrdup(o->val) : NULL;
+		}
+		PQconninfoFree(opts);
+	}
+	r = conn_policy_check(keywords, values, count, p->role, !p->password_required, &bad);
+	if (r == CONN_POLICY_KEYWORD)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("connection option \"%s\" is not allowed in a connection the server makes", bad),
+				 errdetail("The connection to %s \"%s\" is made by the server: an option that changes who connects, what the remote session runs or which of the server's files libpq reads is refused.",
+						   what, conninfo_display(conninfo)),
+				 errhint("Remove \"%s\" from the connection string.", bad)));
+	user = conn_policy_user(keywords, values, count, p->role, !p->password_required);
+	if (r == CONN_POLICY_PASSWORD)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to connect to %s \"%s\"", what, conninfo_display(conninfo)),
+				 errdetail("Non-superuser \"%s\" cannot connect as role \"%s\" without that role's password in the connection string.",
+						   p->role, user),
+				 errhint("Connect as role \"%s\" (leave \"user\" out), or give the other role's password in the connection string.",
+						 p->role)));
+	/* a role that is no superuser never connects as libpq's default, the server's user */
+	if (user != NULL)
+	{
+		p->keys[n] = "user";
+		p->vals[n++] = pstrdup(user);
+	}
+	p->keys[n] = "options";
+	p->vals[n++] = CONN_POLICY_OPTIONS;
+	p->keys[n] = "client_encoding";
+	p->vals[n++] = GetDatabaseEncodingName();
+	p->keys[n] = "fallback_application_name";
+	p->vals[n++] = "chash";
+	if (replication)
+	{
+		p->keys[n] = "replication";
+		p->vals[n++] = "database";
+	}
+	p->keys[n] = NULL;
+	p->vals[n] = NULL;
+}
+
+char *
+remote_password_refusal(PGconn *conn, const RemoteParams *p)
+{
+	if (!p->password_required || PQconnectionUsedPassword(conn))
+		return NULL;
+	return pstrdup("Non-superuser cannot connect if the server does not request a password.");
+}
+
+void
+remote_require_password(PGconn *conn, const RemoteParams *p)
+{
+	char	   *why = remote_password_refusal(conn, p);
+	char	   *user;
+
+	if (why == NULL)
+		return;
+	user = pstrdup(PQuser(conn) ? PQuser(conn) : p->role);
+	PQfinish(conn);
+	ereport(ERROR,
+			(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+			 errmsg("password is required to connect to %s \"%s\"", p->what, conninfo_display(p->conninfo)),
+			 errdetail_internal("%s", why),
+			 errhint("The remote server must authenticate role \"%s\" by password (scram-sha-256 or md5 in its pg_hba.conf); only a superuser's connections may log in without one.",
+					 user)));
+}
+
+PGconn *
+remote_try_connect(const char *conninfo, const char *what, bool replication, TimestampTz deadline,
+				   char **error)
+{
+	RemoteParams params;
 	PGconn	   *conn;
 	volatile PostgresPollingStatusType status = PGRES_POLLING_WRITING;
 	volatile bool timed_out = false;
 
-	if (!replication)
-		keys[2] = NULL;
-	conn = PQconnectStartParams(keys, vals, true);
+	remote_params(conninfo, what, replication, &params);
+	conn = PQconnectStartParams(params.keys, params.vals, true);
 	if (conn == NULL)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	if (PQstatus(conn) != CONNECTION_BAD)
@@ -102,6 +215,7 @@ remote_try_connect(const char *conninfo, bool replication, TimestampTz deadline,
 		PQfinish(conn);
 		return NULL;
 	}
+	remote_require_password(conn, &params);
 	return conn;
 }
 
@@ -109,7 +223,7 @@ PGconn *
 remote_connect_as(const char *conninfo, const char *what, bool replication, TimestampTz deadline)
 {
 	char	   *msg = NULL;
-	PGconn	   *conn = remote_try_connect(conninfo, replication, deadline, &msg);
+	PGconn	   *conn = remote_try_connect(conninfo, what, replication, deadline, &msg);
 
 	if (conn == NULL)
 		ereport(ERROR,

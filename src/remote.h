@@ -19,13 +19,51 @@
 extern char *remote_message(PGconn *conn, PGresult *res);
 
 /*
+ * The libpq keywords of a connection the server makes on behalf of the
+ * current user (docs/shards.md, "Server-side connections"): the string
+ * checked (conn_policy.h), then what it cannot change: the role that is
+ * no superuser connects as itself unless the string names another role
+ * and its password, the remote search_path is pinned, the client encoding
+ * is the database's.  keys and vals end with a NULL.
+ */
+#define REMOTE_MAX_PARAMS 10
+typedef struct RemoteParams
+{
+	const char *keys[REMOTE_MAX_PARAMS];
+	const char *vals[REMOTE_MAX_PARAMS];
+	bool		password_required;	/* no superuser: the server must have asked for a password */
+	char	   *role;			/* the role on whose behalf it connects (palloc'd) */
+	char	   *conninfo;		/* the string (palloc'd), for messages */
+	const char *what;			/* names the server in messages ("the directory database") */
+} RemoteParams;
+
+/*
+ * Fills p for conninfo, or ERROR when the string sets a refused keyword
+ * (22023) or names another role without a password (2F003).  Allocates in
+ * CurrentMemoryContext; an unparsable string is left for libpq to refuse.
+ */
+extern void remote_params(const char *conninfo, const char *what, bool replication, RemoteParams *p);
+
+/*
+ * NULL when conn may be used, else why not (palloc'd): a role that is no
+ * superuser got a connection the server did not ask a password for
+ * (trust, peer, ident, cert), so it would act with the server's identity.
+ */
+extern char *remote_password_refusal(PGconn *conn, const RemoteParams *p);
+
+/* As remote_password_refusal, but closes conn and ERROR 2F003 when refused. */
+extern void remote_require_password(PGconn *conn, const RemoteParams *p);
+
+/*
  * Opens a connection (a replication connection to its database when
- * replication is true), or returns NULL with the reason in *error when it
- * fails or the deadline passes (0: none).  The caller closes it
+ * replication is true) on behalf of the current user, or returns NULL
+ * with the reason in *error when it fails or the deadline passes (0:
+ * none); ERROR when the string or the connection breaks the rule of
+ * remote_params and remote_require_password.  The caller closes it
  * (PQfinish), also on error: use PG_TRY.
  */
-extern PGconn *remote_try_connect(const char *conninfo, bool replication, TimestampTz deadline,
-								  char **error);
+extern PGconn *remote_try_connect(const char *conninfo, const char *what, bool replication,
+								  TimestampTz deadline, char **error);
 
 /*
  * As remote_try_connect, but ERROR 08001 when it fails (what names the

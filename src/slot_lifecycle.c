@@ -38,6 +38,7 @@ typedef struct PendingSlot
 	SlotAction	action;
 	int			nest_level;
 	char	   *conninfo;
+	RemoteParams params;		/* checked when remembered: abort processing cannot */
 	char	   *slot_name;
 	struct PendingSlot *next;
 } PendingSlot;
@@ -53,8 +54,10 @@ static bool callbacks_registered = false;
  * processing) it blocks, bounded by connect_timeout.
  */
 static char *
-drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible, bool *unreachable)
+drop_remote_slot(PendingSlot *p, bool interruptible, bool *unreachable)
 {
+	const char *conninfo = p->conninfo;
+	const char *slot_name = p->slot_name;
 	const char *query = "SELECT pg_catalog.pg_drop_replication_slot(slot_name) "
 		"FROM pg_catalog.pg_replication_slots WHERE slot_name = $1";
 	const char *params[1] = {slot_name};
@@ -64,7 +67,7 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 	*unreachable = false;
 	if (interruptible)
 	{
-		conn = remote_try_connect(conninfo, false, 0, (char **) &error);
+		conn = remote_try_connect(conninfo, "the directory database", false, 0, (char **) &error);
 		if (conn == NULL)
 		{
 			*unreachable = true;
@@ -73,13 +76,28 @@ drop_remote_slot(const char *conninfo, const char *slot_name, bool interruptible
 	}
 	else
 	{
-		const char *keys[] = {"dbname", "fallback_application_name", "connect_timeout", NULL};
-		const char *vals[] = {conninfo, "chash", "10", NULL};
+		const char *keys[REMOTE_MAX_PARAMS + 1];
+		const char *vals[REMOTE_MAX_PARAMS + 1];
+		int			n = 0;
 
+		for (; p->params.keys[n] != NULL; n++)
+		{
+			keys[n] = p->params.keys[n];
+			vals[n] = p->params.vals[n];
+		}
+		keys[n] = "connect_timeout";
+		vals[n++] = "10";
+		keys[n] = vals[n] = NULL;
 		conn = PQconnectdbParams(keys, vals, true);
 		if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
 		{
 			error = conn ? remote_message(conn, NULL) : pstrdup("out of memory");
+			PQfinish(conn);
+			return error;
+		}
+		error = remote_password_refusal(conn, &p->params);
+		if (error)
+		{
 			PQfinish(conn);
 			return error;
 		}
@@ -144,6 +162,8 @@ forget(PendingSlot **link)
 	PendingSlot *p = *link;
 
 	*link = p->next;
+	pfree(p->params.role);
+	pfree(p->params.conninfo);
 	pfree(p->conninfo);
 	pfree(p->slot_name);
 	pfree(p);
@@ -164,7 +184,7 @@ drop_created_slots(int level)
 			if (p->action == DROP_ON_ABORT)
 			{
 				bool		unreachable;
-				char	   *error = drop_remote_slot(p->conninfo, p->slot_name, false, &unreachable);
+				char	   *error = drop_remote_slot(p, false, &unreachable);
 
 				if (error)
 					report_slot_left(WARNING, ERRCODE_WARNING, p, error,
@@ -192,7 +212,7 @@ slot_xact_callback(XactEvent event, void *arg)
 
 				if (p->action != DROP_AT_COMMIT)
 					continue;
-				error = drop_remote_slot(p->conninfo, p->slot_name, true, &unreachable);
+				error = drop_remote_slot(p, true, &unreachable);
 				/* a directory server that is gone (failed over) leaves its slot behind */
 				if (error && unreachable)
 					report_slot_left(WARNING, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, p,
@@ -246,6 +266,7 @@ static void
 remember(SlotAction action, const char *conninfo, const char *slot_name)
 {
 	PendingSlot *p;
+	MemoryContext old;
 
 	if (!callbacks_registered)
 	{
@@ -253,7 +274,10 @@ remember(SlotAction action, const char *conninfo, const char *slot_name)
 		RegisterSubXactCallback(slot_subxact_callback, NULL);
 		callbacks_registered = true;
 	}
-	p = MemoryContextAlloc(TopMemoryContext, sizeof(PendingSlot));
+	p = MemoryContextAllocZero(TopMemoryContext, sizeof(PendingSlot));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	remote_params(conninfo, "the directory database", false, &p->params);
+	MemoryContextSwitchTo(old);
 	p->action = action;
 	p->nest_level = GetCurrentTransactionNestLevel();
 	p->conninfo = MemoryContextStrdup(TopMemoryContext, conninfo);

@@ -20,6 +20,14 @@ use ChashTest;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
 
+# The directory server's password file (what ~postgres/.pgpass is on a
+# real server): the collector connects to the shards as itself, with its
+# own password (docs/shards.md, "Server-side connections").
+my $pgpass = PostgreSQL::Test::Utils::tempdir . '/pgpass';
+append_to_file($pgpass, "*:*:*:collector:collector-pw\n");
+chmod 0600, $pgpass;
+$ENV{PGPASSFILE} = $pgpass;
+
 my $dir = new_node('directory', logical => 1, conf => "max_replication_slots = 20\nmax_wal_senders = 20\n");
 my %shard = map { ($_ => new_node("rebalance_$_", preload => 1)) } qw(s1 s2 s3);
 my $dirconn = accounts_directory($dir, \%shard, index => 1);
@@ -139,22 +147,29 @@ is($dir->safe_psql('postgres', q{SELECT count(*) FROM chash_plan_rebalance('orgs
 	"the 'load' plan is empty now");
 
 # ---- collecting with the documented privileges only ----
-# On each shard the role of the server connection string needs EXECUTE on
-# chash_slot_stats, chash_tenant_stats and chash_shard_sizes (PUBLIC has
-# it) and, as chash_shard_sizes reads with its rights, SELECT on
-# chash_directory, chash_table and the tenant tables; on the directory
-# database the collecting role needs what docs/load.md, "Privileges",
+# The collecting role connects to each shard as itself, by password: there
+# it needs EXECUTE on chash_slot_stats, chash_tenant_stats and
+# chash_shard_sizes (PUBLIC has it) and, as chash_shard_sizes reads with
+# its rights, SELECT on chash_directory, chash_table and the tenant tables;
+# on the directory database it needs what docs/load.md, "Privileges",
 # lists.
 for my $s (sort keys %shard)
 {
 	$shard{$s}->safe_psql('postgres', q{
-        CREATE ROLE stats_reader LOGIN;
+        CREATE ROLE collector LOGIN PASSWORD 'collector-pw';
         GRANT EXECUTE ON FUNCTION chash_slot_stats(text), chash_tenant_stats(text, int),
-            chash_shard_sizes(text) TO stats_reader;
-        GRANT SELECT ON chash_directory, chash_table, accounts TO stats_reader});
-	is($shard{$s}->safe_psql('postgres', q{SELECT has_table_privilege('stats_reader', 'accounts', 'INSERT')}),
-		'f', "the reader may not write the tenant table on $s");
-	my $c = $shard{$s}->connstr('postgres') . ' user=stats_reader';
+            chash_shard_sizes(text) TO collector;
+        GRANT SELECT ON chash_directory, chash_table, accounts TO collector});
+	is($shard{$s}->safe_psql('postgres', q{SELECT has_table_privilege('collector', 'accounts', 'INSERT')}),
+		'f', "the collector may not write the tenant table on $s");
+	# the shard asks the collector for its password (a role that is no
+	# superuser may not use a login the server asks no password for)
+	my $hba = slurp_file($shard{$s}->data_dir . '/pg_hba.conf');
+	open my $fh, '>', $shard{$s}->data_dir . '/pg_hba.conf' or die;
+	print $fh "local all collector scram-sha-256\n$hba";
+	close $fh;
+	$shard{$s}->reload;
+	my $c = $shard{$s}->connstr('postgres');
 	$dir->safe_psql('postgres', qq{SELECT chash_set_shard('orgs', '$s', server => \$\$$c\$\$)});
 }
 $dir->safe_psql('postgres', q{
