@@ -27,6 +27,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/syscache.h"
 
 #include "rebalance.h"
 
@@ -235,6 +236,31 @@ check_mover_role(void)
 				 errhint("Grant chash_mover to the role, or start the rebalance as one that has it.")));
 }
 
+/*
+ * Why role may not be a rebalance's workers' session user, NULL when it
+ * may: it exists, may log in, and is a superuser or has chash_mover's
+ * privileges.  In a transaction.  The start checks it for the role that
+ * starts, and a resume again: the role may have lost it since.
+ */
+char *
+rebalance_role_refusal(Oid role)
+{
+	HeapTuple	tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+	Form_pg_authid form;
+	Oid			mover = get_role_oid("chash_mover", true);
+	char	   *why = NULL;
+
+	if (!HeapTupleIsValid(tuple))
+		return psprintf("role %u does not exist", role);
+	form = (Form_pg_authid) GETSTRUCT(tuple);
+	if (!form->rolcanlogin)
+		why = psprintf("role \"%s\" may not log in", NameStr(form->rolname));
+	else if (!form->rolsuper && (!OidIsValid(mover) || !has_privs_of_role(role, mover)))
+		why = psprintf("role \"%s\" is not a member of chash_mover", NameStr(form->rolname));
+	ReleaseSysCache(tuple);
+	return why;
+}
+
 /* chash_rebalance's row written as the extension's owner (no role writes it directly) */
 static int
 as_owner(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
@@ -282,6 +308,18 @@ chash_rebalance_launch(PG_FUNCTION_ARGS)
 						errmsg("directory name \"%.*s\" is too long for a background rebalance", chash_quote_len(name, strlen(name)), name),
 						errdetail("A background rebalance takes directory names of at most %d bytes.", (int) sizeof(args.directory) - 1)));
 	check_mover_role();
+	{
+		/* the workers' session user is this role: a role set with SET ROLE must log in itself */
+		char	   *why = rebalance_role_refusal(GetUserId());
+
+		if (why != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to run a background rebalance"),
+					 errdetail("Its workers connect to the directory database and the shards as role \"%s\": %s.",
+							   GetUserNameFromId(GetUserId(), false), why),
+					 errhint("Start the rebalance as a role that may log in and is a member of chash_mover.")));
+	}
 
 	values[0] = PointerGetDatum(directory);
 	values[1] = PG_GETARG_DATUM(1);
@@ -309,6 +347,7 @@ chash_rebalance_launch(PG_FUNCTION_ARGS)
 	record_database();
 	/* the worker waits for this transaction: it sees the row once it commits, none if it aborts */
 	args.xid = GetTopTransactionId();
+	args.role = GetUserId();
 	strlcpy(args.directory, name, sizeof(args.directory));
 	rebalance_register(MyDatabaseId, &args, true);
 	PG_RETURN_VOID();
