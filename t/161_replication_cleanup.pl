@@ -77,4 +77,8 @@ is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_replication_object'),
 is($shard{s2}->safe_psql('postgres', q{SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '20000', 'the whale is on s2');
 is($shard{s1}->safe_psql('postgres', q{SET chash.bypass_guard = on; SELECT count(*) FROM accounts WHERE org_id = 'whale'}), '0', 'and gone from s1');
 
+
+# A fast shutdown, as systemd's stop: one that hangs fails the test.
+stop_fast($dir, map { $shard{$_} } sort keys %shard);
+
 done_testing();
