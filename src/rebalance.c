@@ -2,8 +2,7 @@
  * rebalance.c - the background rebalance's glue (docs/shards.md,
  * "Background rebalancing"): its settings, the cap on the jobs of all
  * rebalances of the server (shared memory), the launcher registered at
- * server start, the record of the databases that have rebalances, and the
- * internal SQL functions chash_rebalance_launch and
+ * server start, and the internal SQL functions chash_rebalance_launch and
  * chash_rebalance_request_stop.  The worker itself, which runs the mover's
  * engine, is rebalance_worker.c.
  */
@@ -11,14 +10,12 @@
 
 #include <limits.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
@@ -33,9 +30,6 @@
 
 PG_FUNCTION_INFO_V1(chash_rebalance_launch);
 PG_FUNCTION_INFO_V1(chash_rebalance_request_stop);
-
-/* the databases with rebalances: one empty file each, named by its oid */
-#define REBALANCE_DATABASES "chash_rebalance"
 
 char	   *chash_rebalance_conninfo = NULL;
 int			chash_max_rebalance_jobs = 8;
@@ -155,12 +149,14 @@ rebalance_init(void)
 /*
  * Starts a worker for the database: a rebalance's run, or the resumer (run
  * 0).  must: an error when no worker slot is free, else a warning.
+ * handle: when not NULL, the worker's, and this process is signalled when
+ * it stops.
  */
 bool
-rebalance_register(Oid database, const RebalanceArgs *args, bool must)
+rebalance_register(Oid database, const RebalanceArgs *args, bool must, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker = {0};
-	BackgroundWorkerHandle *handle;
+	BackgroundWorkerHandle *ignored;
 
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
@@ -174,7 +170,9 @@ rebalance_register(Oid database, const RebalanceArgs *args, bool must)
 	snprintf(worker.bgw_type, BGW_MAXLEN, REBALANCE_WORKER_TYPE);
 	worker.bgw_main_arg = ObjectIdGetDatum(database);
 	memcpy(worker.bgw_extra, args, sizeof(RebalanceArgs));
-	if (RegisterDynamicBackgroundWorker(&worker, &handle))
+	/* a caller that waits for the worker is told when it stops */
+	worker.bgw_notify_pid = handle ? MyProcPid : 0;
+	if (RegisterDynamicBackgroundWorker(&worker, handle ? handle : &ignored))
 		return true;
 	ereport(must ? ERROR : WARNING,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -193,32 +191,6 @@ rebalance_schema(void)
 					true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		return NULL;
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
-
-/*
- * The launcher learns which databases have rebalances from a file per
- * database in the data directory (it reads no database's tables before it
- * knows which to connect to).  Made once, durably; never a problem when
- * it is there already.
- */
-static void
-record_database(void)
-{
-	char		path[MAXPGPATH];
-	int			fd;
-
-	if (MakePGDirectory(REBALANCE_DATABASES) < 0 && errno != EEXIST)
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not create directory \"%s\": %m", REBALANCE_DATABASES)));
-	snprintf(path, sizeof(path), "%s/%u", REBALANCE_DATABASES, MyDatabaseId);
-	if (access(path, F_OK) == 0)
-		return;
-	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR, (errcode_for_file_access(), errmsg("could not create file \"%s\": %m", path)));
-	CloseTransientFile(fd);
-	fsync_fname(path, false);
-	fsync_fname(REBALANCE_DATABASES, true);
 }
 
 /* Who may run rebalances: the workers connect as this role, which the mover's rights need. */
@@ -344,12 +316,11 @@ chash_rebalance_launch(PG_FUNCTION_ARGS)
 	args.run = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 
-	record_database();
 	/* the worker waits for this transaction: it sees the row once it commits, none if it aborts */
 	args.xid = GetTopTransactionId();
 	args.role = GetUserId();
 	strlcpy(args.directory, name, sizeof(args.directory));
-	rebalance_register(MyDatabaseId, &args, true);
+	rebalance_register(MyDatabaseId, &args, true, NULL);
 	PG_RETURN_VOID();
 }
 

@@ -34,7 +34,8 @@ extern int	chash_rebalance_max_lag;
 
 /* rebalance.c */
 extern void rebalance_init(void);
-extern bool rebalance_register(Oid database, const RebalanceArgs *args, bool must);
+extern bool rebalance_register(Oid database, const RebalanceArgs *args, bool must,
+							   BackgroundWorkerHandle **handle);
 extern int	rebalance_jobs_reserve(int want);
 extern void rebalance_jobs_release(int n);
 extern char *rebalance_schema(void);

@@ -28,8 +28,10 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <dirent.h>
 
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
@@ -50,7 +52,6 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "../mover/engine.h"
@@ -207,7 +208,7 @@ engine_main(void *arg)
 static const char *schema;		/* chash's, quoted */
 static Oid	extension_owner;
 
-/* chash's schema and owner, NULL when chash is not installed; with SPI connected */
+/* chash's schema and owner, NULL when chash (1.2 or later) is not installed; with SPI connected */
 static const char *
 find_extension(void)
 {
@@ -218,7 +219,10 @@ find_extension(void)
 	if (SPI_execute("SELECT pg_catalog.quote_ident(n.nspname), e.extowner "
 					"FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n "
 					"  ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
-					"WHERE e.extname OPERATOR(pg_catalog.=) 'chash'", true, 1) != SPI_OK_SELECT
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'chash' "
+					"  AND EXISTS (SELECT FROM pg_catalog.pg_class c "
+					"              WHERE c.relnamespace OPERATOR(pg_catalog.=) e.extnamespace "
+					"                AND c.relname OPERATOR(pg_catalog.=) 'chash_rebalance')", true, 1) != SPI_OK_SELECT
 		|| SPI_processed != 1)
 		return NULL;
 	extension_owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
@@ -406,9 +410,10 @@ record_failed(const char *directory, int run, const char *why)
 /*
  * Whether the rebalance may not run as role (named rolename): then it
  * says why in the log and records the rebalance failed with the reason.
+ * what: "resumed" (the resumer) or "started" (its worker).
  */
 static bool
-refuse_role(const char *directory, int run, const char *rolename, Oid role)
+refuse_role(const char *directory, int run, const char *rolename, Oid role, const char *what)
 {
 	char	   *why;
 
@@ -420,10 +425,10 @@ refuse_role(const char *directory, int run, const char *rolename, Oid role)
 		return false;
 	ereport(WARNING,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("rebalance of directory \"%s\" not resumed", directory),
+			 errmsg("rebalance of directory \"%s\" not %s", directory, what),
 			 errdetail("Its workers act as the role that started it, and %s.", why),
 			 errhint("Start it again as a role that may log in and is a member of chash_mover.")));
-	record_failed(directory, run, psprintf("not resumed: %s", why));
+	record_failed(directory, run, psprintf("not %s: %s", what, why));
 	return true;
 }
 
@@ -464,10 +469,10 @@ resume_all(void)
 		StartTransactionCommand();
 		args.role = get_role_oid(row[2], true);
 		CommitTransactionCommand();
-		if (refuse_role(args.directory, args.run, row[2], args.role))
+		if (refuse_role(args.directory, args.run, row[2], args.role, "resumed"))
 			continue;
 		ereport(LOG, (errmsg("resuming the rebalance of directory \"%s\" as role \"%s\"", args.directory, row[2])));
-		rebalance_register(MyDatabaseId, &args, false);
+		rebalance_register(MyDatabaseId, &args, false, NULL);
 	}
 }
 
@@ -524,7 +529,7 @@ chash_rebalance_worker_main(Datum arg)
 	if (row == NULL)
 		proc_exit(0);
 	/* the role may have lost what it needs since the start (or since the resumer looked) */
-	if (refuse_role(args.directory, args.run, row[3], GetSessionUserId()))
+	if (refuse_role(args.directory, args.run, row[3], GetSessionUserId(), "started"))
 		proc_exit(0);
 	migration_id = atoll(row[0]);
 	max_parallel = atoi(row[1]);
@@ -663,55 +668,76 @@ chash_rebalance_worker_main(Datum arg)
 }
 
 /*
- * The launcher: at every start of the server, a resumer for each database
- * that has had rebalances (rebalance.c records them); then it idles, so
- * that the postmaster starts it again after a crash.
+ * The databases the launcher looks into: every one that allows
+ * connections.  From pg_database, which is WAL-logged, so a standby
+ * promoted finds what its primary had (a file of the data directory,
+ * which chash kept once, is not).
+ */
+static List *
+connectable_databases(void)
+{
+	List	   *databases = NIL;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		if (form->datallowconn)
+			databases = lappend_oid(databases, form->oid);
+		MemoryContextSwitchTo(old);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return databases;
+}
+
+/*
+ * The launcher: at every start of the server (a promotion, a crash
+ * restart), a resumer in each database that allows connections, one after
+ * the other; a database without chash's rebalances has its resumer exit
+ * at once.  Then it idles, so that the postmaster starts it again after a
+ * crash.  A shutdown's SIGTERM ends it at any of its waits.
  *
- * It reads the whole listing of the records before it looks a database
- * up: a transaction's end closes the directory handles it did not open
- * (AtEOXact_Files), and a ReadDir after that read freed memory and hung
- * the process, and with it the server's shutdown.
+ * (It kept no handle of a file or a directory across a transaction: a
+ * transaction's end closes those (AtEOXact_Files), and a launcher that
+ * read a closed directory listing once hung the server's shutdown.)
  */
 void
 chash_rebalance_launcher_main(Datum arg)
 {
-	DIR		   *dir;
-	struct dirent *de;
-	List	   *databases = NIL;
 	ListCell   *lc;
+	List	   *databases;
 
 	pqsignal(SIGTERM, on_launcher_sigterm);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	if ((dir = AllocateDir("chash_rebalance")) != NULL)
-	{
-		while ((de = ReadDir(dir, "chash_rebalance")) != NULL)
-		{
-			Oid			database = strtoul(de->d_name, NULL, 10);
-
-			if (OidIsValid(database))
-				databases = lappend_oid(databases, database);
-		}
-		FreeDir(dir);
-	}
+	databases = connectable_databases();
 	foreach(lc, databases)
 	{
-		Oid			database = lfirst_oid(lc);
 		RebalanceArgs args = {0};
-		bool		exists;
+		BackgroundWorkerHandle *handle;
+		pid_t		pid;
 
 		if (got_sigterm)
 			proc_exit(0);
-		StartTransactionCommand();
-		exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(database));
-		CommitTransactionCommand();
-		if (!exists)
-		{
-			/* a dropped database */
-			unlink(psprintf("chash_rebalance/%u", database));
+		if (!rebalance_register(lfirst_oid(lc), &args, false, &handle))
 			continue;
+		/* one resumer at a time: they take a worker slot each */
+		while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			if (got_sigterm)
+				proc_exit(0);
 		}
-		rebalance_register(database, &args, false);
 	}
 	while (!got_sigterm)
 	{

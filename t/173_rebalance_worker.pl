@@ -15,6 +15,10 @@
 #   closed, and hung the shutdown; the second database never resumed).
 # - A mover that has lost chash_mover by the next restart does not get its
 #   rebalance resumed: it fails, and says why.
+# - A standby of the directory server cloned before the first rebalance
+#   resumes the rebalances once promoted: the launcher finds them from
+#   pg_database and the databases' tables, which are WAL-logged (it once
+#   read files of the data directory that a clone did not have).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -118,6 +122,12 @@ for my $db (sort keys %mover)
 	}
 	$dir->safe_psql($db, q{SELECT chash_set_shard('orgs', 's1', weight => 3)});
 }
+
+# The standby, cloned before any rebalance has started.
+$dir->backup('before_rebalances');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($dir, 'before_rebalances', has_streaming => 1);
+$standby->start;
 
 # SQL on a database of the directory server as its superuser, under a
 # search_path of its own: app's setting is the owner's trap.
@@ -242,5 +252,22 @@ is(dir_sql('app2', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 
 is(owner_is_superuser(), 'f', 'the owner is still no superuser');
 is(trap_ran_as_superuser(), '0', 'and its operator never ran as a superuser');
 
-ok(stop_fast(@all), 'every server stops in fast mode');
+# ---- the standby cloned before the first rebalance, promoted ----
+$dir->wait_for_catchup($standby);
+stop_fast($dir) or BAIL_OUT('the directory server did not stop');
+$standby->promote;
+$start = time;
+my $resumed = 0;
+while (!$resumed && time - $start < 30)
+{
+	$resumed = $standby->log_contains(qr/resuming the rebalance of directory "orgs" as role "mover"/);
+	usleep(200_000) unless $resumed;
+}
+ok($resumed, 'the standby cloned before the first rebalance resumes it once promoted');
+is($standby->safe_psql('app2', q{SET search_path = public, pg_catalog; SELECT state FROM chash_rebalance}), 'failed',
+	'and leaves the refused one failed');
+is($standby->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'owner'}), 'f',
+	'the owner is no superuser there either');
+
+ok(stop_fast(@all, $standby), 'every server stops in fast mode');
 done_testing();
