@@ -669,9 +669,10 @@ chash_rebalance_worker_main(Datum arg)
 
 /*
  * The databases the launcher looks into: every one that allows
- * connections.  From pg_database, which is WAL-logged, so a standby
- * promoted finds what its primary had (a file of the data directory,
- * which chash kept once, is not).
+ * connections and is no template (a session in a template would make a
+ * CREATE DATABASE from it fail).  From pg_database, which is WAL-logged,
+ * so a standby promoted finds what its primary had (a file of the data
+ * directory, which chash kept once, is not).
  */
 static List *
 connectable_databases(void)
@@ -689,7 +690,7 @@ connectable_databases(void)
 		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		if (form->datallowconn)
+		if (form->datallowconn && !form->datistemplate)
 			databases = lappend_oid(databases, form->oid);
 		MemoryContextSwitchTo(old);
 	}
