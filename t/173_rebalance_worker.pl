@@ -232,6 +232,8 @@ ok(stop_fast($dir), 'the fast shutdown after the resume finishes');
 $dir->start if !defined $dir->{_pid};
 
 # ---- a mover revoked from chash_mover is not resumed ----
+# (once both workers run: a worker checks its role too once connected)
+is(workers(30, 'app', 'app2'), 'app:mover,app2:mover2', 'after the next start both resumed again');
 $dir->safe_psql('postgres', 'REVOKE chash_mover FROM mover2');
 stop_fast($dir) or BAIL_OUT('the directory server did not stop');
 $dir->start;
