@@ -2,8 +2,7 @@
  * rebalance.c - the background rebalance's glue (docs/shards.md,
  * "Background rebalancing"): its settings, the cap on the jobs of all
  * rebalances of the server (shared memory), the launcher registered at
- * server start, the record of the databases that have rebalances, and the
- * SQL functions chash_rebalance_start and chash_rebalance_stop (the
+ * server start, and the SQL functions chash_rebalance_start and chash_rebalance_stop (the
  * record of a run is written as the extension's owner, inside them: no
  * internal SQL function of theirs is anybody's to call).  The worker
  * itself, which runs the mover's engine, is rebalance_worker.c.
@@ -12,14 +11,12 @@
 
 #include <limits.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -30,14 +27,12 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
+#include "utils/syscache.h"
 
 #include "rebalance.h"
 
 PG_FUNCTION_INFO_V1(chash_rebalance_start);
 PG_FUNCTION_INFO_V1(chash_rebalance_stop);
-
-/* the databases with rebalances: one empty file each, named by its oid */
-#define REBALANCE_DATABASES "chash_rebalance"
 
 char	   *chash_rebalance_conninfo = NULL;
 int			chash_max_rebalance_jobs = 8;
@@ -157,12 +152,14 @@ rebalance_init(void)
 /*
  * Starts a worker for the database: a rebalance's run, or the resumer (run
  * 0).  must: an error when no worker slot is free, else a warning.
+ * handle: when not NULL, the worker's, and this process is signalled when
+ * it stops.
  */
 bool
-rebalance_register(Oid database, const RebalanceArgs *args, bool must)
+rebalance_register(Oid database, const RebalanceArgs *args, bool must, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker = {0};
-	BackgroundWorkerHandle *handle;
+	BackgroundWorkerHandle *ignored;
 
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
@@ -176,7 +173,9 @@ rebalance_register(Oid database, const RebalanceArgs *args, bool must)
 	snprintf(worker.bgw_type, BGW_MAXLEN, REBALANCE_WORKER_TYPE);
 	worker.bgw_main_arg = ObjectIdGetDatum(database);
 	memcpy(worker.bgw_extra, args, sizeof(RebalanceArgs));
-	if (RegisterDynamicBackgroundWorker(&worker, &handle))
+	/* a caller that waits for the worker is told when it stops */
+	worker.bgw_notify_pid = handle ? MyProcPid : 0;
+	if (RegisterDynamicBackgroundWorker(&worker, handle ? handle : &ignored))
 		return true;
 	ereport(must ? ERROR : WARNING,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -203,32 +202,6 @@ rebalance_schema(void)
 	return schema;
 }
 
-/*
- * The launcher learns which databases have rebalances from a file per
- * database in the data directory (it reads no database's tables before it
- * knows which to connect to).  Made once, durably; never a problem when
- * it is there already.
- */
-static void
-record_database(void)
-{
-	char		path[MAXPGPATH];
-	int			fd;
-
-	if (MakePGDirectory(REBALANCE_DATABASES) < 0 && errno != EEXIST)
-		ereport(ERROR, (errcode_for_file_access(),
-						errmsg("could not create directory \"%s\": %m", REBALANCE_DATABASES)));
-	snprintf(path, sizeof(path), "%s/%u", REBALANCE_DATABASES, MyDatabaseId);
-	if (access(path, F_OK) == 0)
-		return;
-	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR, (errcode_for_file_access(), errmsg("could not create file \"%s\": %m", path)));
-	CloseTransientFile(fd);
-	fsync_fname(path, false);
-	fsync_fname(REBALANCE_DATABASES, true);
-}
-
 /* Who may run rebalances: the workers connect as this role, which the mover's rights need. */
 static void
 check_mover_role(void)
@@ -242,6 +215,31 @@ check_mover_role(void)
 				 errdetail("Its workers connect to the directory database and the shards as role \"%s\", which is not a member of chash_mover.",
 						   GetUserNameFromId(GetUserId(), false)),
 				 errhint("Grant chash_mover to the role, or start the rebalance as one that has it.")));
+}
+
+/*
+ * Why role may not be a rebalance's workers' session user, NULL when it
+ * may: it exists, may log in, and is a superuser or has chash_mover's
+ * privileges.  In a transaction.  The start checks it for the role that
+ * starts, and a resume again: the role may have lost it since.
+ */
+char *
+rebalance_role_refusal(Oid role)
+{
+	HeapTuple	tuple = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+	Form_pg_authid form;
+	Oid			mover = get_role_oid("chash_mover", true);
+	char	   *why = NULL;
+
+	if (!HeapTupleIsValid(tuple))
+		return psprintf("role %u does not exist", role);
+	form = (Form_pg_authid) GETSTRUCT(tuple);
+	if (!form->rolcanlogin)
+		why = psprintf("role \"%s\" may not log in", NameStr(form->rolname));
+	else if (!form->rolsuper && (!OidIsValid(mover) || !has_privs_of_role(role, mover)))
+		why = psprintf("role \"%s\" is not a member of chash_mover", NameStr(form->rolname));
+	ReleaseSysCache(tuple);
+	return why;
 }
 
 /*
@@ -316,11 +314,11 @@ launch(text *directory, const char *schema, Datum migration, Datum max_parallel,
 		elog(ERROR, "could not record the rebalance of \"%s\"", name);
 	args.run = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-	record_database();
 	/* the worker waits for this transaction: it sees the row once it commits, none if it aborts */
 	args.xid = GetTopTransactionId();
+	args.role = GetUserId();
 	strlcpy(args.directory, name, sizeof(args.directory));
-	rebalance_register(MyDatabaseId, &args, true);
+	rebalance_register(MyDatabaseId, &args, true, NULL);
 }
 
 /*
@@ -352,6 +350,18 @@ chash_rebalance_start(PG_FUNCTION_ARGS)
 						errhint("Pass NULL for no limit.")));
 	/* before anything is planned */
 	check_mover_role();
+	{
+		/* the workers' session user is this role: a role set with SET ROLE must log in itself */
+		char	   *why = rebalance_role_refusal(GetUserId());
+
+		if (why != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to run a background rebalance"),
+					 errdetail("Its workers connect to the directory database and the shards as role \"%s\": %s.",
+							   GetUserNameFromId(GetUserId(), false), why),
+					 errhint("Start the rebalance as a role that may log in and is a member of chash_mover.")));
+	}
 	directory = PG_GETARG_TEXT_PP(0);
 	values[0] = PointerGetDatum(directory);
 	values[1] = PG_GETARG_DATUM(1);

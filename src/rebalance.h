@@ -15,8 +15,11 @@ typedef struct RebalanceArgs
 {
 	TransactionId xid;			/* the start's transaction, awaited; invalid: none */
 	int32		run;
-	char		directory[BGW_EXTRALEN - 2 * sizeof(int32)];
+	Oid			role;			/* the worker's session user: the role that started the rebalance */
+	char		directory[BGW_EXTRALEN - 3 * sizeof(int32)];
 } RebalanceArgs;
+
+StaticAssertDecl(sizeof(RebalanceArgs) <= BGW_EXTRALEN, "RebalanceArgs must fit in bgw_extra");
 
 #define REBALANCE_WORKER_TYPE "chash rebalance"
 
@@ -31,10 +34,12 @@ extern int	chash_rebalance_max_lag;
 
 /* rebalance.c */
 extern void rebalance_init(void);
-extern bool rebalance_register(Oid database, const RebalanceArgs *args, bool must);
+extern bool rebalance_register(Oid database, const RebalanceArgs *args, bool must,
+							   BackgroundWorkerHandle **handle);
 extern int	rebalance_jobs_reserve(int want);
 extern void rebalance_jobs_release(int n);
 extern char *rebalance_schema(void);
+extern char *rebalance_role_refusal(Oid role);
 
 /* rebalance_worker.c */
 extern PGDLLEXPORT void chash_rebalance_worker_main(Datum arg);

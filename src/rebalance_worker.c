@@ -5,6 +5,18 @@
  * worker of one rebalance, which runs chash_move's engine (mover/engine.h)
  * in a thread of its own.
  *
+ * Who each acts as: the worker of a rebalance connects as the role that
+ * started it (chash_rebalance.role, checked again when it resumes), the
+ * resumer as the bootstrap superuser, to read chash_rebalance only, the
+ * launcher to no database.  Their connections take the database's and the
+ * role's settings, which a database owner writes: each pins its
+ * search_path first (pin_session), and writes chash_rebalance as the
+ * extension's owner, in a restricted security context, with SQL whose
+ * objects and operators are qualified.
+ *
+ * A shutdown's SIGTERM ends each at its next wait, a lock's too (die),
+ * but for a worker running the engine, whose batches it interrupts first.
+ *
  * The engine's threads (it starts a lease keeper and the jobs) call
  * nothing of the server's: they start with every signal blocked, talk to
  * the directory database and the shards through libpq as the role that
@@ -16,8 +28,10 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <dirent.h>
 
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
@@ -30,11 +44,14 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "tcop/tcopprot.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "../mover/engine.h"
@@ -42,15 +59,51 @@
 
 static volatile sig_atomic_t got_sigterm = false;	/* the server shuts down */
 static volatile sig_atomic_t got_stop = false;	/* chash_rebalance_stop */
+static volatile sig_atomic_t engine_running = false;	/* the engine's thread is started */
 
+/*
+ * A worker's SIGTERM: before the engine runs, die()'s, so that the next
+ * CHECK_FOR_INTERRUPTS ends the process wherever it waits (a lock, a
+ * statement); while it runs, the main loop interrupts the batches and
+ * then exits (the rebalance stays running, to resume).
+ */
 static void
 on_sigterm(SIGNAL_ARGS)
 {
 	int			save_errno = errno;
 
 	got_sigterm = true;
+	if (!engine_running)
+		die(postgres_signal_arg);
 	SetLatch(MyLatch);
 	errno = save_errno;
+}
+
+/*
+ * The launcher's SIGTERM: it only waits on its latch, and it exits with 0
+ * (a stopped launcher is not restarted, a crashed one is).
+ */
+static void
+on_launcher_sigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	got_sigterm = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * Pins what the database's and the role's settings, applied at the
+ * connection, could change: a database owner's search_path would find
+ * its own operators first.  PGC_S_SESSION wins over them.
+ */
+static void
+pin_session(void)
+{
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_SET, true, ERROR, false);
+	(void) set_config_option("role", "none", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SET, true, ERROR, false);
 }
 
 static void
@@ -152,9 +205,38 @@ engine_main(void *arg)
 
 /* ---- chash_rebalance, through SPI ---- */
 
-static const char *schema;
+static const char *schema;		/* chash's, quoted */
+static Oid	extension_owner;
 
-/* Runs a statement on chash_rebalance in a transaction of its own; the first row's text values. */
+/* chash's schema and owner, NULL when chash (1.2 or later) is not installed; with SPI connected */
+static const char *
+find_extension(void)
+{
+	bool		isnull;
+
+	if (schema != NULL)
+		return schema;
+	if (SPI_execute("SELECT pg_catalog.quote_ident(n.nspname), e.extowner "
+					"FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n "
+					"  ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'chash' "
+					"  AND EXISTS (SELECT FROM pg_catalog.pg_class c "
+					"              WHERE c.relnamespace OPERATOR(pg_catalog.=) e.extnamespace "
+					"                AND c.relname OPERATOR(pg_catalog.=) 'chash_rebalance')", true, 1) != SPI_OK_SELECT
+		|| SPI_processed != 1)
+		return NULL;
+	extension_owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	schema = MemoryContextStrdup(TopMemoryContext,
+								 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	return schema;
+}
+
+/*
+ * Runs a statement on chash_rebalance in a transaction of its own, as the
+ * extension's owner (no other role writes it) in a restricted security
+ * context; the first row's text values.  Its objects and operators are
+ * qualified, its search_path pinned (pin_session).
+ */
 static char **
 row_statement(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int *ncolumns)
 {
@@ -167,15 +249,16 @@ row_statement(const char *sql, int nargs, Oid *types, Datum *values, const char 
 	level = chash_pin_search_path();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	if (schema == NULL)
+	if (find_extension() != NULL)
 	{
-		const char *s = rebalance_schema();
+		Oid			save_user;
+		int			save_context;
 
-		schema = s ? MemoryContextStrdup(TopMemoryContext, s) : NULL;
-	}
-	if (schema != NULL)
-	{
+		GetUserIdAndSecContext(&save_user, &save_context);
+		SetUserIdAndSecContext(extension_owner,
+							   save_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 		SPI_execute_with_args(psprintf(sql, schema), nargs, types, values, nulls, false, 0);
+		SetUserIdAndSecContext(save_user, save_context);
 		if (SPI_tuptable != NULL && SPI_processed > 0)
 		{
 			TupleDesc	desc = SPI_tuptable->tupdesc;
@@ -240,11 +323,11 @@ record_status(const char *directory, int run, long long rows_before, double star
 	}
 	pthread_mutex_unlock(&queue_lock);
 	row = row_statement("UPDATE %s.chash_rebalance SET rows_moved = $3, rows_per_second = $4, "
-						"  last_error = CASE WHEN $5::text IS NULL THEN last_error ELSE $5 END, "
-						"  last_error_steps = CASE WHEN $5::text IS NULL THEN last_error_steps ELSE $6::int[] END, "
-						"  state = CASE WHEN state = 'running' AND $7 THEN 'stopping' ELSE state END, "
+						"  last_error = CASE WHEN $5::pg_catalog.text IS NULL THEN last_error ELSE $5 END, "
+						"  last_error_steps = CASE WHEN $5::pg_catalog.text IS NULL THEN last_error_steps ELSE $6::pg_catalog.int4[] END, "
+						"  state = CASE WHEN state OPERATOR(pg_catalog.=) 'running' AND $7 THEN 'stopping' ELSE state END, "
 						"  updated_at = pg_catalog.now() "
-						"WHERE directory = $1 AND run = $2 RETURNING state",
+						"WHERE directory OPERATOR(pg_catalog.=) $1 AND run OPERATOR(pg_catalog.=) $2 RETURNING state",
 						7, types, values, nulls, &n);
 	return row ? row[0] : NULL;
 }
@@ -304,30 +387,96 @@ directory_conninfo(const char *role)
 	return MemoryContextStrdup(TopMemoryContext, s.data);
 }
 
-/* The database's resumer: a worker for every running rebalance, after a start of the server. */
+/* A live background worker of this database: the pid recorded is no other process's. */
+static bool
+worker_alive(const char *pid)
+{
+	PGPROC	   *proc = pid ? BackendPidGetProc(atoi(pid)) : NULL;
+
+	return proc != NULL && proc->isBackgroundWorker && proc->databaseId == MyDatabaseId;
+}
+
+/* Records that the rebalance's run ended failed, with why as its last error. */
+static void
+record_failed(const char *directory, int run, const char *why)
+{
+	Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
+	Datum		values[3] = {CStringGetTextDatum(directory), Int32GetDatum(run), CStringGetTextDatum(why)};
+	int			n;
+
+	row_statement("UPDATE %s.chash_rebalance SET state = 'failed', worker_pid = NULL, last_error = $3, "
+				  "  last_error_steps = NULL, updated_at = pg_catalog.now() "
+				  "WHERE directory OPERATOR(pg_catalog.=) $1 AND run OPERATOR(pg_catalog.=) $2 "
+				  "  AND state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopping'])",
+				  3, types, values, NULL, &n);
+}
+
+/*
+ * Whether the rebalance may not run as role (named rolename): then it
+ * says why in the log and records the rebalance failed with the reason.
+ * what: "resumed" (the resumer) or "started" (its worker).
+ */
+static bool
+refuse_role(const char *directory, int run, const char *rolename, Oid role, const char *what)
+{
+	char	   *why;
+
+	StartTransactionCommand();
+	why = !OidIsValid(role) ? psprintf("role \"%s\" does not exist", rolename) : rebalance_role_refusal(role);
+	why = why ? MemoryContextStrdup(TopMemoryContext, why) : NULL;
+	CommitTransactionCommand();
+	if (why == NULL)
+		return false;
+	ereport(WARNING,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("rebalance of directory \"%s\" not %s", directory, what),
+			 errdetail("Its workers act as the role that started it, and %s.", why),
+			 errhint("Start it again as a role that may log in and is a member of chash_mover.")));
+	record_failed(directory, run, psprintf("not %s: %s", what, why));
+	return true;
+}
+
+/*
+ * The database's resumer: a worker for every running rebalance, after a
+ * start of the server, as the role that started it when that role still
+ * may (else the rebalance fails, saying why); none for a rebalance whose
+ * worker is alive, so that a resumer started twice starts no second one.
+ */
 static void
 resume_all(void)
 {
-	for (int i = 0;; i++)
+	char	   *after = "";
+	int			n;
+
+	/* the stops the restart interrupted have ended: their workers are gone */
+	row_statement("UPDATE %s.chash_rebalance SET state = 'stopped', worker_pid = NULL "
+				  "WHERE state OPERATOR(pg_catalog.=) 'stopping'", 0, NULL, NULL, NULL, &n);
+	for (;;)
 	{
-		Oid			types[1] = {INT4OID};
-		Datum		values[1] = {Int32GetDatum(i)};
+		Oid			types[1] = {TEXTOID};
+		Datum		values[1] = {CStringGetTextDatum(after)};
 		char	  **row;
-		int			n;
 		RebalanceArgs args = {0};
 
-		/* the stops the restart interrupted have ended: their workers are gone */
-		if (i == 0)
-			row_statement("UPDATE %s.chash_rebalance SET state = 'stopped', worker_pid = NULL "
-						  "WHERE state = 'stopping'", 0, NULL, NULL, NULL, &n);
-		row = row_statement("SELECT directory, run FROM %s.chash_rebalance WHERE state = 'running' "
-							"ORDER BY directory OFFSET $1 LIMIT 1", 1, types, values, NULL, &n);
+		CHECK_FOR_INTERRUPTS();
+		row = row_statement("SELECT directory, run, role, worker_pid FROM %s.chash_rebalance "
+							"WHERE state OPERATOR(pg_catalog.=) 'running' "
+							"  AND directory OPERATOR(pg_catalog.>) $1 COLLATE pg_catalog.\"C\" "
+							"ORDER BY directory COLLATE pg_catalog.\"C\" LIMIT 1", 1, types, values, NULL, &n);
 		if (row == NULL)
 			break;
+		after = row[0];
 		args.run = atoi(row[1]);
 		strlcpy(args.directory, row[0], sizeof(args.directory));
-		ereport(LOG, (errmsg("resuming the rebalance of directory \"%s\"", args.directory)));
-		rebalance_register(MyDatabaseId, &args, false);
+		if (worker_alive(row[3]))
+			continue;
+		StartTransactionCommand();
+		args.role = get_role_oid(row[2], true);
+		CommitTransactionCommand();
+		if (refuse_role(args.directory, args.run, row[2], args.role, "resumed"))
+			continue;
+		ereport(LOG, (errmsg("resuming the rebalance of directory \"%s\" as role \"%s\"", args.directory, row[2])));
+		rebalance_register(MyDatabaseId, &args, false, NULL);
 	}
 }
 
@@ -357,12 +506,19 @@ chash_rebalance_worker_main(Datum arg)
 	pqsignal(SIGUSR2, on_stop);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
 	if (args.run == 0)
 	{
+		/* the resumer reads chash_rebalance, and runs no code of any role */
+		BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), InvalidOid, 0);
+		pin_session();
 		resume_all();
 		proc_exit(0);
 	}
+	/* the worker acts as the role that started the rebalance, never as the bootstrap superuser */
+	if (!OidIsValid(args.role))
+		elog(FATAL, "rebalance of directory \"%s\" has no role", args.directory);
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), args.role, 0);
+	pin_session();
 	wait_for_start(args.xid);
 
 	/* this run's row, claimed: NULL when it was rolled back, stopped or taken over */
@@ -370,10 +526,14 @@ chash_rebalance_worker_main(Datum arg)
 	values[1] = Int32GetDatum(args.run);
 	values[2] = Int32GetDatum(MyProcPid);
 	row = row_statement("UPDATE %s.chash_rebalance SET worker_pid = $3, updated_at = pg_catalog.now() "
-						"WHERE directory = $1 AND run = $2 AND state = 'running' "
+						"WHERE directory OPERATOR(pg_catalog.=) $1 AND run OPERATOR(pg_catalog.=) $2 "
+						"  AND state OPERATOR(pg_catalog.=) 'running' "
 						"RETURNING migration, max_parallel, rows_moved, role, max_rate",
 						3, types, values, NULL, &n);
 	if (row == NULL)
+		proc_exit(0);
+	/* the role may have lost what it needs since the start (or since the resumer looked) */
+	if (refuse_role(args.directory, args.run, row[3], GetSessionUserId(), "started"))
 		proc_exit(0);
 	migration_id = atoll(row[0]);
 	max_parallel = atoi(row[1]);
@@ -392,6 +552,7 @@ chash_rebalance_worker_main(Datum arg)
 		waiting_said = true;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
 		if (got_sigterm)
 			proc_exit(0);
 		if (ConfigReloadPending)
@@ -405,13 +566,15 @@ chash_rebalance_worker_main(Datum arg)
 	if (jobs == 0)
 	{
 		row_statement("UPDATE %s.chash_rebalance SET state = 'stopped', worker_pid = NULL, updated_at = pg_catalog.now() "
-					  "WHERE directory = $1 AND run = $2 AND state IN ('running', 'stopping')",
+					  "WHERE directory OPERATOR(pg_catalog.=) $1 AND run OPERATOR(pg_catalog.=) $2 "
+					  "  AND state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopping'])",
 					  2, types, values, NULL, &n);
 		proc_exit(0);
 	}
 	on_shmem_exit(release_jobs, Int32GetDatum(jobs));
 	values[2] = Int32GetDatum(jobs);
-	row_statement("UPDATE %s.chash_rebalance SET jobs = $3 WHERE directory = $1 AND run = $2",
+	row_statement("UPDATE %s.chash_rebalance SET jobs = $3 "
+				  "WHERE directory OPERATOR(pg_catalog.=) $1 AND run OPERATOR(pg_catalog.=) $2",
 				  3, types, values, NULL, &n);
 
 	options.migration = migration_id;
@@ -424,19 +587,24 @@ chash_rebalance_worker_main(Datum arg)
 	/* a batch size set for this server wins over max_rate's half a second of rows, as --batch-rows does */
 	options.batch_rows_given = chash_rebalance_batch_rows != REBALANCE_BATCH_ROWS_DEFAULT;
 	options_throttle_batches();
-	options.conninfo = directory_conninfo(row[3]);
-	/* its connections act for the role that started it (docs/shards.md, "Server-side connections") */
-	options.on_behalf_of = MemoryContextStrdup(TopMemoryContext, row[3]);
-	StartTransactionCommand();
-	options.on_behalf_superuser = OidIsValid(get_role_oid(row[3], true)) &&
-		superuser_arg(get_role_oid(row[3], true));
-	CommitTransactionCommand();
+	{
+		char	   *role;
+
+		StartTransactionCommand();
+		role = MemoryContextStrdup(TopMemoryContext, GetUserNameFromId(GetSessionUserId(), false));
+		/* its connections act for the role that started it (docs/shards.md, "Server-side connections") */
+		options.on_behalf_superuser = superuser_arg(GetSessionUserId());
+		CommitTransactionCommand();
+		options.conninfo = directory_conninfo(role);
+		options.on_behalf_of = role;
+	}
 	report_hook = queue_message;
 	started = GetCurrentTimestamp() / 1e6;
 	ereport(LOG, (errmsg("rebalance of directory \"%s\": moving migration %lld with %d jobs",
 						 args.directory, migration_id, jobs)));
 
 	/* the engine's threads: every signal blocked, so the server's handlers run in this thread only */
+	engine_running = true;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (pthread_create(&engine, NULL, engine_main, NULL) != 0)
@@ -493,11 +661,13 @@ chash_rebalance_worker_main(Datum arg)
 	values[5] = Float8GetDatum(0);
 	values[6] = CStringGetTextDatum(final);
 	row_statement("UPDATE %1$s.chash_rebalance r SET "
-				  "  state = CASE WHEN $7 = 'done' AND m.status <> 'done' THEN 'stopped' ELSE $7 END, "
+				  "  state = CASE WHEN $7 OPERATOR(pg_catalog.=) 'done' AND m.status OPERATOR(pg_catalog.<>) 'done' "
+				  "    THEN 'stopped' ELSE $7 END, "
 				  "  worker_pid = NULL, updated_at = pg_catalog.now() "
 				  "  FROM %1$s.chash_migration m "
-				  "WHERE r.directory = $1 AND r.run = $2 AND m.id = r.migration "
-				  "  AND r.state IN ('running', 'stopping')",
+				  "WHERE r.directory OPERATOR(pg_catalog.=) $1 AND r.run OPERATOR(pg_catalog.=) $2 "
+				  "  AND m.id OPERATOR(pg_catalog.=) r.migration "
+				  "  AND r.state OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'stopping'])",
 				  7, types, values, NULL, &n);
 	ereport(LOG, (errmsg("rebalance of directory \"%s\": %s", args.directory,
 						 strcmp(final, "running") == 0 ? "interrupted by the server's shutdown" : final)));
@@ -505,41 +675,77 @@ chash_rebalance_worker_main(Datum arg)
 }
 
 /*
- * The launcher: at every start of the server, a resumer for each database
- * that has had rebalances (rebalance.c records them); then it idles, so
- * that the postmaster starts it again after a crash.
+ * The databases the launcher looks into: every one that allows
+ * connections and is no template (a session in a template would make a
+ * CREATE DATABASE from it fail).  From pg_database, which is WAL-logged,
+ * so a standby promoted finds what its primary had (a file of the data
+ * directory, which chash kept once, is not).
+ */
+static List *
+connectable_databases(void)
+{
+	List	   *databases = NIL;
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+
+	StartTransactionCommand();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database form = (Form_pg_database) GETSTRUCT(tuple);
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		if (form->datallowconn && !form->datistemplate)
+			databases = lappend_oid(databases, form->oid);
+		MemoryContextSwitchTo(old);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return databases;
+}
+
+/*
+ * The launcher: at every start of the server (a promotion, a crash
+ * restart), a resumer in each database that allows connections, one after
+ * the other; a database without chash's rebalances has its resumer exit
+ * at once.  Then it idles, so that the postmaster starts it again after a
+ * crash.  A shutdown's SIGTERM ends it at any of its waits.
+ *
+ * (It kept no handle of a file or a directory across a transaction: a
+ * transaction's end closes those (AtEOXact_Files), and a launcher that
+ * read a closed directory listing once hung the server's shutdown.)
  */
 void
 chash_rebalance_launcher_main(Datum arg)
 {
-	DIR		   *dir;
-	struct dirent *de;
+	ListCell   *lc;
+	List	   *databases;
 
-	pqsignal(SIGTERM, on_sigterm);
+	pqsignal(SIGTERM, on_launcher_sigterm);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	if ((dir = AllocateDir("chash_rebalance")) != NULL)
+	databases = connectable_databases();
+	foreach(lc, databases)
 	{
-		while ((de = ReadDir(dir, "chash_rebalance")) != NULL)
-		{
-			Oid			database = strtoul(de->d_name, NULL, 10);
-			RebalanceArgs args = {0};
-			bool		exists;
+		RebalanceArgs args = {0};
+		BackgroundWorkerHandle *handle;
+		pid_t		pid;
 
-			if (!OidIsValid(database))
-				continue;
-			StartTransactionCommand();
-			exists = SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(database));
-			CommitTransactionCommand();
-			if (!exists)
-			{
-				/* a dropped database */
-				unlink(psprintf("chash_rebalance/%s", de->d_name));
-				continue;
-			}
-			rebalance_register(database, &args, false);
+		if (got_sigterm)
+			proc_exit(0);
+		if (!rebalance_register(lfirst_oid(lc), &args, false, &handle))
+			continue;
+		/* one resumer at a time: they take a worker slot each */
+		while (GetBackgroundWorkerPid(handle, &pid) != BGWH_STOPPED)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			if (got_sigterm)
+				proc_exit(0);
 		}
-		FreeDir(dir);
 	}
 	while (!got_sigterm)
 	{

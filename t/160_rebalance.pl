@@ -316,4 +316,8 @@ ok($samples > 10 && $disagree == 0, "the status agreed with the step table at ev
 ok($count{acked} > 100, "the client wrote all along ($count{acked} acknowledged writes, $count{fenced} refused while fenced, "
 	  . "$count{moved} sent to a shard that had not applied a move, $count{down} while the directory server was down)");
 
+
+# A fast shutdown, as systemd's stop: one that hangs fails the test.
+stop_fast($dir, map { $shard{$_} } sort keys %shard);
+
 done_testing();

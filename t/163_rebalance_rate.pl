@@ -63,4 +63,8 @@ my $step_rows = $rows / scalar(keys %finished);
 note sprintf('%d batches, the largest after the first two %d rows, %.0f rows a step', scalar(keys %batch), $largest, $step_rows);
 ok($largest <= $rate / 2 + 2 * $step_rows, "a batch holds about half a second of rows at max_rate ($largest rows)");
 
+
+# A fast shutdown, as systemd's stop: one that hangs fails the test.
+stop_fast($dir, map { $shard{$_} } sort keys %shard);
+
 done_testing();

@@ -156,4 +156,8 @@ cmp_ok($shard{s3}->safe_psql('postgres', 'SELECT count(*) FROM accounts'), '>', 
 is(replication_objects(), $objects_before, 'no replication object is left on any server');
 is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_replication_object'), '0', 'and none is recorded');
 
+
+# A fast shutdown, as systemd's stop: one that hangs fails the test.
+stop_fast($dir, map { $shard{$_} } sort keys %shard);
+
 done_testing();

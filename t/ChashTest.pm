@@ -15,7 +15,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
 our @EXPORT = qw(new_node publish_directory create_sql_helpers shard_applied join_shards allow_chash_plugin
-  accounts_directory shard_write_on accounts_rows debian_hba password_role as_role);
+  accounts_directory shard_write_on accounts_rows debian_hba password_role as_role stop_fast);
 
 # A started node named $name.  Options: logical => 1 (wal_level logical: a
 # directory database, or a shard the mover's online moves read from, whose
@@ -271,6 +271,28 @@ sub as_role
 	my $rc = $node->psql('postgres', $sql, connstr => $c, stdout => \$out, stderr => \$err,
 		on_error_stop => 1);
 	return ($rc, $out, $err);
+}
+
+# Stops each node in fast mode, as systemd's stop does, and fails the test
+# when one has not stopped after $timeout seconds (default 60): a shutdown
+# that hangs is a failure, not a test that hangs.  Such a node is left to
+# the test's end, which stops it in immediate mode.  Returns whether all
+# stopped.
+sub stop_fast
+{
+	my ($timeout, @nodes) = ref $_[0] ? (60, @_) : @_;
+	my $all = 1;
+	for my $node (@nodes)
+	{
+		next unless defined $node->{_pid};
+		local %ENV = $node->_get_env();
+		my $ret = PostgreSQL::Test::Utils::system_log('pg_ctl', '-D', $node->data_dir, '-m', 'fast',
+			'-t', $timeout, 'stop');
+		Test::More::ok($ret == 0, $node->name . " stops in fast mode within $timeout s");
+		$node->_update_pid($ret == 0 ? 0 : -1);
+		$all &&= $ret == 0;
+	}
+	return $all;
 }
 
 1;

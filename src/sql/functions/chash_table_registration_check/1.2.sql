@@ -14,6 +14,9 @@ DECLARE
     busy record;
 BEGIN
     PERFORM @extschema@.chash_directory_row($1);
+    IF @extschema@.chash_shard_subscription() IS NOT NULL THEN
+        RETURN;     -- a shard's replica: the registration itself is refused there (25006)
+    END IF;
     SELECT s.migration, pg_catalog.count(*) AS steps INTO busy
       FROM @extschema@.chash_migration_step s
       JOIN @extschema@.chash_migration m ON m.id = s.migration
