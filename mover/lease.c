@@ -143,8 +143,13 @@ lease_claim(Server *dir, Batch *batch, int max_steps, const char *fence_from, co
 	free(max);
 	free(max_rows);
 	free(max_bytes);
+	/*
+	 * 42501: permission denied; 55000: a promoted directory database that
+	 * refuses ownership changes until chash_directory_recover (its hint
+	 * says so); the claim raises no other 55000
+	 */
 	if (res == NULL)
-		return config_error ? CLAIM_STUCK : CLAIM_ERROR;	/* 42501: permission denied */
+		return config_error || strcmp(last_sqlstate(), "55000") == 0 ? CLAIM_STUCK : CLAIM_ERROR;
 	n = PQntuples(res);
 	if (n > 0)
 	{
