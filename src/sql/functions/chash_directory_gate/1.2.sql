@@ -5,8 +5,11 @@
 -- without any origin entry (made before 1.2) passes.  On a shard the
 -- replica's writes are refused by chash_replica_read_only; the apply
 -- worker fires neither trigger.  chash_directory_reconcile writes while it
--- holds chash_directory_change in EXCLUSIVE mode (only the extension's
--- owner and a superuser can take that lock): its writes pass.
+-- holds chash_directory_change in EXCLUSIVE mode, and a shard's
+-- chash_shard_leave drops its replica (its subscription gone already)
+-- holding chash_shard_member in SHARE ROW EXCLUSIVE mode: only the
+-- extension's owner and a superuser can take those locks, so their
+-- writes pass.
 CREATE FUNCTION @extschema@.chash_directory_gate() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -26,8 +29,9 @@ BEGIN
        OR EXISTS (SELECT FROM pg_locks l
                    WHERE l.locktype = 'relation' AND l.pid = pg_backend_pid()
                      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                     AND l.relation = '@extschema@.chash_directory_change'::regclass
-                     AND l.mode = 'ExclusiveLock' AND l.granted) THEN
+                     AND ((l.relation = '@extschema@.chash_directory_change'::regclass AND l.mode = 'ExclusiveLock')
+                          OR (l.relation = '@extschema@.chash_shard_member'::regclass AND l.mode = 'ShareRowExclusiveLock'))
+                     AND l.granted) THEN
         RETURN NULL;
     END IF;
     RAISE EXCEPTION 'directory "%" was last changed by another server', @extschema@.chash_message_text(other.name)

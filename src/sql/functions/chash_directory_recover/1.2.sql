@@ -31,7 +31,9 @@ BEGIN
         RAISE EXCEPTION 'this database is not a directory database'
             USING ERRCODE = '55000', DETAIL = 'Its directory tables are a replica; run this on the directory database.';
     END IF;
-    DROP TABLE IF EXISTS pg_temp.chash_directory_recovery;
+    IF pg_catalog.to_regclass('pg_temp.chash_directory_recovery') IS NOT NULL THEN
+        DROP TABLE pg_temp.chash_directory_recovery;
+    END IF;
     CREATE TEMP TABLE chash_directory_recovery (server text, shards text, action text, detail text);
 
     -- 1. The versions this server missed, from the newest shard replica.
@@ -117,7 +119,7 @@ BEGIN
                      ELSE 'Not every shard server follows this server: ownership changes stay refused; run this again once they can be reached.' END);
     END IF;
     FOR r IN SELECT * FROM pg_temp.chash_directory_recovery LOOP
-        RAISE NOTICE '%: %', concat_ws(' ', r.shards, '(' || r.server || ')'), r.action
+        RAISE NOTICE '%: %', concat_ws(' ', coalesce(r.shards, 'the directory database'), '(' || r.server || ')'), r.action
             USING DETAIL = coalesce(r.detail, '');
     END LOOP;
     COMMIT;
