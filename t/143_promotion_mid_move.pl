@@ -92,7 +92,7 @@ $ledger->write(10);
 my $mover = start_mover('--fence-timeout', '3');
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'the mover on the promoted directory stops');
 is(FailoverLedger::mover_exit($mover), 1, 'with an error');
-like(${ $mover->{err} }, qr/directory "orgs" was last changed by another server.*\n.*hint: .*chash_directory_recover\(/,
+like(${ $mover->{err} }, qr/directory "orgs" was last changed by another server.*hint: .*chash_directory_recover\(/s,
 	'its claim is refused: the shards do not follow the promoted directory yet; it names the recovery');
 unlike(${ $mover->{err} }, qr/giving up after/, 'it is not retried');
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m1"), 'pending', 'nothing was claimed');

@@ -108,8 +108,8 @@ like($first[4], qr/^chash_directory_reconcile failed: 08001: could not connect t
 	'the reconcile says which shard it could not read');
 is($standby->safe_psql('postgres', qq{SELECT sqlstate_of(\$\$SELECT chash_pin('orgs', '$whale', 's2')\$\$)}), '55000',
 	'the pin is still refused');
-is($shard{s1}->safe_psql('postgres', q{SELECT directory_timeline || ' ' || streaming || ' ' || (refusal IS NULL) FROM chash_shard_status}),
-	'2 true true', 's1 follows the promoted directory');
+ok($shard{s1}->poll_query_until('postgres', q{SELECT directory_timeline = 2 AND streaming AND refusal IS NULL FROM chash_shard_status}),
+	's1 follows the promoted directory');
 
 # ---- s2 is back: a second call re-points it and unlocks ----
 $shard{s2}->start;
