@@ -23,8 +23,8 @@ static pthread_mutex_t run_identity_lock = PTHREAD_MUTEX_INITIALIZER;
 static char run_identity[80];
 
 static const char *failover_hint =
-"If the directory database was replaced by its standby, run SELECT * FROM chash_directory_reconcile() there "
-"and chash_shard_repoint() on each shard (docs/shards.md, \"Failover\"), then chash_move again.";
+"If the directory database was replaced by its standby, run CALL chash_directory_recover('<the connection string "
+"the shards use to reach it>') there (docs/shards.md, \"Failover\"), then chash_move again.";
 
 /*
  * The shard's replica of the directory: its version (-1: none), its

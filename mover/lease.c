@@ -159,8 +159,14 @@ claim(Server *dir, Batch *batch, const char *const *params)
 								 "                                $7::text[], $8::text[]) "
 								 "ORDER BY step", dir->schema),
 				8, params);
+	/*
+	 * 42501: permission denied; 55000: the directory database refuses the
+	 * claim until an operator acts, and its hint says how (a promoted
+	 * directory database before chash_directory_recover, or another
+	 * migration of the directory still holding steps)
+	 */
 	if (res == NULL)
-		return config_error ? CLAIM_STUCK : CLAIM_ERROR;	/* 42501: permission denied */
+		return config_error || strcmp(last_sqlstate(), "55000") == 0 ? CLAIM_STUCK : CLAIM_ERROR;
 	n = PQntuples(res);
 	if (n > 0)
 	{

@@ -3,7 +3,8 @@
 # misses a version the shards applied, the primary dies, the standby is
 # promoted.  A shard that cannot follow refuses writes (SH003); a shard
 # re-pointed by hand meets the other history and says so; a shard leaves
-# while the old server is gone; chash_directory_reconcile() rolls the new
+# while the old server is gone; the new primary refuses a pin (55000) until
+# forced by hand; chash_directory_reconcile() rolls the new
 # primary forward from the newest replica and keeps what it changed itself;
 # chash_shard_repoint() moves each shard to it without a gap and without
 # unguarding.
@@ -117,10 +118,17 @@ is($shards[2]->safe_psql('postgres', q{
 my $slot2 = $shards[1]->safe_psql('postgres', 'SELECT chash_shard_slot_name()');
 $standby->safe_psql('postgres', qq{SELECT pg_create_logical_replication_slot('$slot2', 'pgoutput')});
 $shards[1]->safe_psql('postgres', qq{ALTER SUBSCRIPTION "$slot2" CONNECTION '$new_conninfo'});
-# The new primary's first change re-uses the lost version number.
-$standby->safe_psql('postgres', q{SELECT chash_pin('orgs', 'late', 's1')});
+# The new primary refuses ownership changes while its shards may follow
+# the old one (docs/shards.md, "Failover").
+like($standby->safe_psql('postgres', q{SELECT message_of($$SELECT chash_pin('orgs', 'late', 's1')$$)}),
+	qr/^55000: directory "orgs" was last changed by another server \/ Version ${\($lost_version - 1)} of directory "orgs" was made by server $sysid:1; this server is $sysid:2: /,
+	'a pin on the promoted directory is refused: its newest version was made by the old primary');
+# Forced by hand (docs/shards.md says not to: it is what this part tests),
+# the new primary's first version re-uses the lost version number.
+$standby->safe_psql('postgres', q{UPDATE chash_directory SET version = version WHERE name = 'orgs'});
 is($standby->safe_psql('postgres', q{SELECT version FROM chash_directory WHERE name = 'orgs'}), $lost_version,
 	'the new primary re-used the lost version number');
+$standby->safe_psql('postgres', q{SELECT chash_pin('orgs', 'late', 's1')});
 ok($shards[1]->poll_query_until('postgres', q{SELECT diverged IS NOT NULL FROM chash_shard_status}),
 	's2 records that its directory database has another history');
 like($shards[1]->safe_psql('postgres', q{SELECT diverged FROM chash_shard_status}),
@@ -200,5 +208,13 @@ for my $i (0 .. 1)
 is($standby->safe_psql('postgres', q{SELECT string_agg(slot_name || ' ' || active, ', ' ORDER BY slot_name) FROM pg_replication_slots}),
 	join(", ", map { "$_ true" } sort map { $_->safe_psql('postgres', 'SELECT chash_shard_slot_name()') } @shards[0, 1]),
 	'one active slot per shard on the new primary');
+
+# After the re-points by hand, chash_directory_recover finds both shards
+# following; the directory's newest version is the new primary's (the
+# reconcile made it), so nothing is left to unlock; s3 has no server.
+is($standby->safe_psql('postgres', qq{CALL chash_directory_recover('$new_conninfo');
+    SELECT string_agg(concat_ws(' ', shards, action), ', ') FROM chash_directory_recovery}),
+	'"s1" of "orgs" follows, "s2" of "orgs" follows, "s3" of "orgs" not checked',
+	'chash_directory_recover after the re-points by hand: both follow, nothing else to do');
 
 done_testing();

@@ -1,17 +1,18 @@
 # The directory database is promoted while a move runs (docs/shards.md,
 # "Failover"), a client writing through the directory with a ledger:
 #  - before a fence, to a caught-up standby: the shards still follow the
-#    dead server, so the mover's fence never reaches the source; the mover
-#    says so within --fence-timeout and gives the step back, SIGTERM ends
-#    it; chash_shard_repoint and a rerun finish the move;
+#    dead server, so the promoted directory refuses the mover's claim
+#    (55000) and the mover stops at once; chash_directory_recover and a
+#    rerun finish the move;
 #  - mid-copy, to a standby that missed the claim and the fence the shards
 #    applied: chash_directory_reconcile takes them from the shards, the
-#    re-pointed shards follow, the step the old primary's lease held is
+#    shards re-pointed by hand follow, chash_directory_recover unlocks, the step the old primary's lease held is
 #    released and a rerun finishes it;
 #  - mid-batch, to a caught-up standby that comes up at the old primary's
 #    address: the mover's connection string now leads to another server
 #    (a new timeline); the mover stops naming it, deleting nothing; the
-#    re-pointed shards and a rerun finish the move.
+#    shards re-pointed by chash_directory_recover and a rerun finish the
+#    move.
 # Each ends with every acknowledged write exactly once on the shard its
 # tenant routes to, no replication object left and the shards' replicas
 # equal to the directory.
@@ -89,16 +90,16 @@ $dir->wait_for_catchup($standby);
 my $newconn = promote($standby);
 $ledger->write(10);
 my $mover = start_mover('--fence-timeout', '3');
-ok($ledger->write_until($mover, sub { ${ $mover->{err} } =~ /did not apply the fence/ }),
-	'the mover on the promoted directory does not wait for the fence without bound');
-like(${ $mover->{err} }, qr/error: shard "s1" did not apply the fence of step 1 of migration $m1 within 3 s \(--fence-timeout\)\n.*detail: Its replica of directory "orgs" is at version \d+, the directory database at version \d+\.( No apply worker of subscription "chash_\d+_\d+" is running\.| Subscription "chash_\d+_\d+" has received nothing from the directory database)?/,
-	'it says what the shard lacks');
-like(${ $mover->{err} }, qr/hint: .*chash_shard_repoint\(\)/, 'and names the re-point');
-$mover->{h}->signal('TERM');
-is(FailoverLedger::mover_exit($mover), 1, 'SIGTERM ends it');
-is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m1"), 'pending', 'the step was given back');
-is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_directory_reconcile()'), '0', 'a caught-up standby has nothing to reconcile');
-$shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
+ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'the mover on the promoted directory stops');
+is(FailoverLedger::mover_exit($mover), 1, 'with an error');
+like(${ $mover->{err} }, qr/directory "orgs" was last changed by another server.*hint: .*chash_directory_recover\(/s,
+	'its claim is refused: the shards do not follow the promoted directory yet; it names the recovery');
+unlike(${ $mover->{err} }, qr/giving up after/, 'it is not retried');
+is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m1"), 'pending', 'nothing was claimed');
+is($dir->safe_psql('postgres', qq{CALL chash_directory_recover('$newconn');
+    SELECT string_agg(concat_ws(' ', shards, action), ', ') FROM chash_directory_recovery}),
+	'"s1" of "orgs" repointed, "s2" of "orgs" repointed, directory "orgs" unlocked',
+	'one chash_directory_recover: nothing to reconcile, both shards re-pointed, the directory unlocked');
 $ledger->applied;
 $mover = start_mover();
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun after the re-points');
@@ -130,6 +131,11 @@ like($dir->safe_psql('postgres',
 	qr/^orgs \| t \| 0$/, 'chash_directory_reconcile takes the claim and the fence from the shards');
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m2"), 'fenced', 'the step is fenced here too');
 $shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
+# the same by hand: reconciled, re-pointed, then the command only unlocks
+is($dir->safe_psql('postgres', qq{CALL chash_directory_recover('$newconn');
+    SELECT string_agg(concat_ws(' ', shards, action), ', ') FROM chash_directory_recovery}),
+	'"s1" of "orgs" follows, "s2" of "orgs" follows, directory "orgs" unlocked',
+	'after the reconcile and the re-points by hand, chash_directory_recover finds both shards following and unlocks');
 $ledger->applied;
 my ($out, $err) = ('', '');
 IPC::Run::run([ 'chash_move', '--directory', 'orgs', $dir->connstr('postgres') ], '>', \$out, '2>', \$err);
@@ -171,8 +177,10 @@ like(${ $mover->{err} }, qr/error: the directory database changed during (step 1
 	'naming the change of server: another timeline');
 is($rows->(), $rows_copied, 'nothing was deleted on either shard');
 is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE migration = $m3"), 'fenced', 'the step is still fenced');
-is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_directory_reconcile()'), '0', 'a caught-up standby has nothing to reconcile');
-$shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
+is($dir->safe_psql('postgres', qq{CALL chash_directory_recover('$newconn');
+    SELECT string_agg(concat_ws(' ', shards, action), ', ') FROM chash_directory_recovery}),
+	'"s1" of "orgs" repointed, "s2" of "orgs" repointed, directory "orgs" unlocked',
+	'chash_directory_recover: nothing to reconcile, both shards re-pointed, unlocked');
 $ledger->applied;
 $mover = start_mover();
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 're-pointed, a rerun takes the step over');

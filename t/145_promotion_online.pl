@@ -2,8 +2,8 @@
 # step (docs/shards.md, "Failover"): a directory primary with a caught-up
 # standby, two shards, a whale moving online, a client writing through the
 # directory with a ledger.  The primary dies while the mover's
-# subscription streams; the mover is stopped, the shards are re-pointed to
-# the promoted standby, and a rerun against it takes the step over, drops
+# subscription streams; the mover is stopped, chash_directory_recover
+# re-points the shards to the promoted standby, and a rerun against it takes the step over, drops
 # the dead run's subscription and moves the whale.  Every acknowledged
 # write ends exactly once on the shard its tenant routes to, no
 # replication object of the mover is left, the replicas equal the
@@ -59,10 +59,13 @@ is($dir->safe_psql('postgres', "SELECT state FROM chash_migration_step WHERE mig
 	'the promoted standby has the step claimed');
 $ledger->write(10);
 
-# The documented recovery: nothing to reconcile, the shards re-pointed, a rerun.
-is($dir->safe_psql('postgres', 'SELECT count(*) FROM chash_directory_reconcile()'), '0', 'nothing to reconcile');
+# The documented recovery: one command (nothing to reconcile, the shards
+# re-pointed, the directory unlocked), a rerun.
 my $newconn = 'host=' . $dir->host . ' port=' . $dir->port . ' dbname=postgres user=chash_replicator';
-$shard{$_}->safe_psql('postgres', qq{SELECT chash_shard_repoint('orgs', '$newconn')}) for qw(s1 s2);
+is($dir->safe_psql('postgres', qq{CALL chash_directory_recover('$newconn');
+    SELECT string_agg(concat_ws(' ', shards, action), ', ') FROM chash_directory_recovery}),
+	'"s1" of "orgs" repointed, "s2" of "orgs" repointed, directory "orgs" unlocked',
+	'chash_directory_recover: nothing to reconcile, both shards re-pointed, the directory unlocked');
 $ledger->applied;
 $mover = start_mover();
 ok($ledger->write_until($mover, sub { !$mover->{h}->pumpable }), 'a rerun against the promoted directory');

@@ -53,7 +53,7 @@ DECLARE
         'chash_guard_sync', 'chash_unguard', 'chash_statement_check_active',
         -- failover (docs/shards.md, "Failover")
         'chash_shard_repoint', 'chash_directory_reconcile', 'chash_shard_refusal', 'chash_server_identity',
-        'chash_shard_refusal_code',
+        'chash_shard_refusal_code', 'chash_directory_recover',
         -- load statistics (docs/load.md)
         'chash_slot_stats', 'chash_tenant_stats', 'chash_stats_tracking',
         'chash_collect', 'chash_suggest_pins', 'chash_shard_sizes',
@@ -93,11 +93,11 @@ BEGIN
           JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'chash'
          ORDER BY p.oid
     LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.fn);
+        EXECUTE pg_catalog.format('REVOKE ALL ON ROUTINE %s FROM PUBLIC', f.fn);
         IF f.name = ANY (api) THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO PUBLIC', f.fn);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO PUBLIC', f.fn);
         ELSIF f.name = ANY (operator_api) THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO chash_operator', f.fn);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON ROUTINE %s TO chash_operator', f.fn);
         ELSIF f.name = ANY (helpers) THEN
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO chash_operator, chash_mover', f.fn);
         ELSIF f.name = ANY (mover) THEN
