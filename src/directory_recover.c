@@ -72,7 +72,7 @@ chash_directory_shard_follow(PG_FUNCTION_ARGS)
 	directory_conninfo = text_to_cstring(PG_GETARG_TEXT_PP(4));
 	chash_require_superuser("recover a directory");
 
-	conn = remote_try_connect(server, false,
+	conn = remote_try_connect(server, "the shard", false,
 							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(), FOLLOW_CONNECT_MS), &error);
 	if (conn == NULL)
 		PG_RETURN_DATUM(follow_result("unreachable", error));
