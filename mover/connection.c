@@ -98,13 +98,8 @@ connect_with(const char *conninfo, bool replication, const char *what)
 			count++;
 		if (count > 0)
 		{
-			k = calloc(count, sizeof(char *));
-			v = calloc(count, sizeof(char *));
-			if (k == NULL || v == NULL)
-			{
-				report("error", "out of memory");
-				exit(1);
-			}
+			k = xcalloc(count, sizeof(char *));
+			v = xcalloc(count, sizeof(char *));
 			count = 0;
 			for (PQconninfoOption *o = opts; o->keyword != NULL; o++)
 			{

@@ -31,7 +31,7 @@ WITH fn AS (
       FROM pg_proc p
       JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
       JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'chash'
-     WHERE p.provolatile = 'v' AND p.prorettype <> 'trigger'::regtype AND p.pronargs > 0
+     WHERE p.prokind = 'f' AND p.provolatile = 'v' AND p.prorettype <> 'trigger'::regtype AND p.pronargs > 0
 ), arg AS (
     -- "name type [DEFAULT expr]" per input argument, in order
     SELECT fn.oid, fn.proname, a.ord, a.txt,
