@@ -49,7 +49,7 @@ my $collector_shard = password_role($shard, 'collector', password => 'collector-
 password_role($shard, 'mover', password => 'mover-pw');
 $shard->safe_psql('postgres', q{CREATE ROLE trustme LOGIN; GRANT CREATE ON DATABASE postgres TO collector});
 # chash_shard_sizes reads the tenant tables with the collector's own rights (docs/load.md)
-$shard->safe_psql('postgres', q{GRANT SELECT ON chash_directory, chash_table, accounts TO collector, trustme});
+$shard->safe_psql('postgres', q{GRANT SELECT ON chash_directory, chash_table, accounts TO collector, mover, trustme});
 debian_hba($dir, $shard);
 # a remote that lets one role in without a password
 my $hba = slurp_file($shard->data_dir . '/pg_hba.conf');
