@@ -124,7 +124,7 @@ directory_catalog_changes(void)
 	return catalog_changes;
 }
 
-static Oid
+Oid
 extension_namespace(Oid extoid)
 {
 	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);

@@ -101,6 +101,9 @@ extern void directory_catalog_forget_locks(void);
  */
 extern uint64 directory_catalog_changes(void);
 
+/* The schema of extension extoid (get_extension_schema is not exported in 15). */
+extern Oid	extension_namespace(Oid extoid);
+
 /* The extension's schema, quoted for SQL text. */
 extern const char *directory_schema_quoted(void);
 

@@ -40,6 +40,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "directory_catalog.h"
 #include "shard_guard.h"
 
 static ExecutorStart_hook_type previous_executor_start = NULL;
@@ -276,26 +277,6 @@ row_guard_forget(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 static Oid
-extension_schema(Oid extoid)
-{
-	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	Oid			nsp = InvalidOid;
-
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
-	tuple = systable_getnext(scan);
-	if (HeapTupleIsValid(tuple))
-		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return nsp;
-}
-
-static Oid
 row_guard_function(void)
 {
 	if (!row_guard_known)
@@ -308,7 +289,7 @@ row_guard_function(void)
 		row_guard_oid = InvalidOid;
 		extoid = get_extension_oid("chash", true);
 		if (OidIsValid(extoid))
-			nsp = extension_schema(extoid);
+			nsp = extension_namespace(extoid);
 		if (OidIsValid(nsp))
 			row_guard_oid = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
 											CStringGetDatum("chash_shard_row_guard"),
