@@ -92,6 +92,9 @@ SELECT chash_pin('nulls', 't1', 's1', NULL);
 SELECT chash_migration_cancel(:m);
 SELECT chash_migration_start('nulls', 'slots', NULL) IS NOT NULL AS started;
 
+-- the procedure (CALLed, so not in the listing above)
+SELECT outcome($$CALL chash_directory_recover(NULL)$$) AS recover_null;
+
 SELECT chash_drop_directory('nulls');
 DROP TABLE nulls_sizes;
 DROP FUNCTION outcome(text);
